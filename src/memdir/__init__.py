@@ -1,0 +1,104 @@
+"""memdir: a versioned, permissioned memory store for fleets of AI agents.
+
+Open a database and call the service as a principal::
+
+    import memdir
+
+    mem = memdir.open("sqlite:///./.memdir/memdir.db", create=True)
+    mem.create_store(memdir.OWNER, "default", exist_ok=True)
+    result = mem.write(memdir.OWNER, "default", "/org/rules.md", "# Rules\n", if_absent=True)
+    view = mem.read(memdir.OWNER, "default", "/org/rules.md")
+"""
+
+from __future__ import annotations
+
+from memdir.core.errors import (
+    BackendError,
+    Conflict,
+    ContentTooLarge,
+    EditConflict,
+    Forbidden,
+    IdempotencyMismatch,
+    InvalidContent,
+    InvalidInput,
+    InvalidPath,
+    MemdirError,
+    NotFound,
+    PathConflict,
+    PreconditionFailed,
+    PreconditionRequired,
+    Unauthenticated,
+)
+from memdir.core.model import (
+    OWNER,
+    CommitInfo,
+    CommitResult,
+    Delete,
+    Entry,
+    FileView,
+    GrepMatch,
+    Insert,
+    Operation,
+    OpResult,
+    Principal,
+    Provenance,
+    Rename,
+    SearchHit,
+    StoreInfo,
+    StrReplace,
+    VersionInfo,
+    Write,
+)
+from memdir.service import MemoryService
+from memdir.storage.database import Database
+
+__all__ = [
+    "OWNER",
+    "BackendError",
+    "CommitInfo",
+    "CommitResult",
+    "Conflict",
+    "ContentTooLarge",
+    "Database",
+    "Delete",
+    "EditConflict",
+    "Entry",
+    "FileView",
+    "Forbidden",
+    "GrepMatch",
+    "IdempotencyMismatch",
+    "Insert",
+    "InvalidContent",
+    "InvalidInput",
+    "InvalidPath",
+    "MemdirError",
+    "MemoryService",
+    "NotFound",
+    "OpResult",
+    "Operation",
+    "PathConflict",
+    "PreconditionFailed",
+    "PreconditionRequired",
+    "Principal",
+    "Provenance",
+    "Rename",
+    "SearchHit",
+    "StoreInfo",
+    "StrReplace",
+    "Unauthenticated",
+    "VersionInfo",
+    "Write",
+    "open",
+]
+
+__version__ = "0.1.0"
+
+
+def open(  # noqa: A001 - memdir.open mirrors the built-in on purpose: open a database
+    url: str, *, create: bool = False, max_file_bytes: int | None = None
+) -> MemoryService:
+    """Open (or with ``create=True`` create and migrate) a database and return its service."""
+    from memdir.core.content import DEFAULT_MAX_BYTES
+
+    database = Database(url, create=create)
+    return MemoryService(database, max_file_bytes=max_file_bytes or DEFAULT_MAX_BYTES)

@@ -1,0 +1,331 @@
+"""Plain data shared by every layer: principals, provenance, operations and results.
+
+All are frozen dataclasses: values, not handles. Times are timezone-aware UTC datetimes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from memdir.core.errors import InvalidInput
+
+__all__ = [
+    "OWNER",
+    "SOURCE_KINDS",
+    "CommitInfo",
+    "CommitResult",
+    "Delete",
+    "Entry",
+    "FileView",
+    "GrepMatch",
+    "Insert",
+    "OpResult",
+    "Operation",
+    "Principal",
+    "Provenance",
+    "Rename",
+    "SearchHit",
+    "StoreInfo",
+    "StrReplace",
+    "VersionInfo",
+    "Write",
+    "validate_store_name",
+]
+
+SOURCE_KINDS = ("user-stated", "tool-result", "agent-inferred", "dream", "import")
+_PRINCIPAL_RE = re.compile(r"^(agent|user|service):[A-Za-z0-9][A-Za-z0-9._@+-]{0,127}$")
+_STORE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
+
+
+@dataclass(frozen=True)
+class Principal:
+    """Who acts. ``id`` is ``kind:name`` (``agent:ci-bot``, ``user:ana``, ``service:x``).
+
+    The database owner (a local process with direct database access) is the special principal
+    ``owner``. The actor of every commit is the principal the service was called with.
+    """
+
+    id: str
+
+    @property
+    def kind(self) -> str:
+        return self.id.split(":", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.id.split(":", 1)[-1]
+
+    @property
+    def is_owner(self) -> bool:
+        return self.id == "owner"
+
+    @classmethod
+    def parse(cls, value: str) -> Principal:
+        """Validate a principal id, refusing anything but ``owner`` and ``kind:name``."""
+        if value == "owner" or _PRINCIPAL_RE.match(value):
+            return cls(value)
+        raise InvalidInput(
+            f"invalid principal {value!r}: use agent:NAME, user:NAME or service:NAME "
+            "(letters, digits and . _ @ + -)",
+            principal=value,
+        )
+
+
+OWNER = Principal("owner")
+
+
+def validate_store_name(name: str) -> str:
+    """Store names: lowercase letters, digits, ``.``, ``_``, ``-``; 1-63 characters."""
+    if not _STORE_RE.match(name):
+        raise InvalidInput(
+            f"invalid store name {name!r}: use 1-63 lowercase letters, digits, '.', '_' or "
+            "'-', starting with a letter or digit",
+            store=name,
+        )
+    return name
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """What the caller says about a change, beside the actor the service knows.
+
+    ``idempotency_key``: a repeated key (same store, same actor) returns the first attempt's
+    result instead of applying the change again.
+    """
+
+    session: str | None = None
+    transcript: str | None = None
+    reason: str | None = None
+    source_kind: str | None = None
+    idempotency_key: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.source_kind is not None and self.source_kind not in SOURCE_KINDS:
+            raise InvalidInput(
+                f"invalid source kind {self.source_kind!r}: use one of {', '.join(SOURCE_KINDS)}",
+                source_kind=self.source_kind,
+            )
+        for name in ("session", "transcript", "reason", "idempotency_key"):
+            value = getattr(self, name)
+            if value is not None and len(value) > 4000:
+                raise InvalidInput(f"{name} is {len(value)} characters, over the limit of 4000")
+
+
+# --- operations -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Write:
+    """Create or fully overwrite. Existing files need ``if_match``; ``if_absent`` = create only."""
+
+    path: str
+    content: str
+    if_match: str | None = None
+    if_absent: bool = False
+    op: Literal["write"] = "write"
+
+
+@dataclass(frozen=True)
+class StrReplace:
+    """Replace the single occurrence of ``old`` by ``new`` in the current content."""
+
+    path: str
+    old: str
+    new: str
+    if_match: str | None = None
+    op: Literal["str_replace"] = "str_replace"
+
+
+@dataclass(frozen=True)
+class Insert:
+    """Insert ``text`` after line ``line`` (0 = at the top) of the current content."""
+
+    path: str
+    line: int
+    text: str
+    if_match: str | None = None
+    op: Literal["insert"] = "insert"
+
+
+@dataclass(frozen=True)
+class Delete:
+    path: str
+    if_match: str | None = None
+    op: Literal["delete"] = "delete"
+
+
+@dataclass(frozen=True)
+class Rename:
+    """Move a file; its id and version numbering follow it. Never overwrites ``new_path``."""
+
+    path: str
+    new_path: str
+    if_match: str | None = None
+    op: Literal["rename"] = "rename"
+
+
+Operation = Write | StrReplace | Insert | Delete | Rename
+
+
+def operation_from_dict(data: dict[str, Any]) -> Operation:
+    """Build an operation from its JSON form (``{"op": "write", "path": ..., ...}``)."""
+    kinds: dict[str, type[Any]] = {
+        "write": Write,
+        "create": Write,
+        "str_replace": StrReplace,
+        "insert": Insert,
+        "delete": Delete,
+        "rename": Rename,
+    }
+    kind = data.get("op")
+    if kind not in kinds:
+        raise InvalidInput(
+            f"unknown operation {kind!r}: use one of {', '.join(kinds)}", operation=kind
+        )
+    fields = {k: v for k, v in data.items() if k != "op"}
+    if kind == "create":
+        fields["if_absent"] = True
+    try:
+        op: Operation = kinds[kind](**fields)
+    except TypeError as exc:
+        raise InvalidInput(f"operation {kind!r}: {exc}", operation=kind) from None
+    return op
+
+
+# --- results ----------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class StoreInfo:
+    name: str
+    revision: int
+    created_at: dt.datetime
+    archived_at: dt.datetime | None
+    files: int = 0
+
+
+@dataclass(frozen=True)
+class FileView:
+    """One file at one version. ``version`` counts per file, across renames."""
+
+    path: str
+    content: str
+    sha256: str
+    version: int
+    size: int
+    file_id: int
+    revision: int
+    updated_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class Entry:
+    """A line of a tree listing: a file, or a directory summarised by its file count."""
+
+    path: str
+    kind: Literal["file", "dir"]
+    size: int = 0
+    sha256: str | None = None
+    version: int | None = None
+    files: int = 0
+
+
+@dataclass(frozen=True)
+class OpResult:
+    """What one operation of a commit did."""
+
+    op: str
+    path: str
+    file_id: int
+    version: int
+    operation: str  # created | modified | renamed | deleted
+    sha256: str | None
+    size: int
+    old_path: str | None = None
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    """The result of a commit. ``replayed`` is true when an idempotency key matched."""
+
+    commit: str
+    revision: int
+    results: tuple[OpResult, ...]
+    created_at: dt.datetime
+    replayed: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "commit": self.commit,
+            "revision": self.revision,
+            "created_at": self.created_at.isoformat(),
+            "replayed": self.replayed,
+            "results": [r.__dict__ for r in self.results],
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any], *, replayed: bool = False) -> CommitResult:
+        return cls(
+            commit=data["commit"],
+            revision=data["revision"],
+            results=tuple(OpResult(**r) for r in data["results"]),
+            created_at=dt.datetime.fromisoformat(data["created_at"]),
+            replayed=replayed,
+        )
+
+
+@dataclass(frozen=True)
+class CommitInfo:
+    """A commit and its provenance, as history shows it."""
+
+    id: str
+    revision: int
+    actor: str
+    created_at: dt.datetime
+    session: str | None
+    transcript: str | None
+    reason: str | None
+    source_kind: str | None
+    changes: tuple[VersionInfo, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class VersionInfo:
+    """One version of one file (``sha256`` None: a deletion, or a redacted version)."""
+
+    file_id: int
+    version: int
+    operation: str
+    path: str
+    sha256: str | None
+    size: int
+    commit: str
+    revision: int
+    actor: str
+    created_at: dt.datetime
+    old_path: str | None = None
+    redacted: bool = False
+    reason: str | None = None
+    session: str | None = None
+    source_kind: str | None = None
+
+
+@dataclass(frozen=True)
+class GrepMatch:
+    path: str
+    line: int
+    text: str
+    before: tuple[str, ...] = ()
+    after: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    path: str
+    score: float
+    snippet: str
+    sha256: str
+    version: int

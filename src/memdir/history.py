@@ -1,0 +1,378 @@
+"""History, diffs, reverts, redaction and grep: the service's look backwards and across.
+
+History is never rewritten. A revert is a new commit that puts back an earlier state; a
+redaction removes content (and its sha256) from versions but keeps who and when.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass
+
+from memdir.base import ServiceBase
+from memdir.core.edits import unified_diff
+from memdir.core.errors import Conflict, InvalidInput, NotFound
+from memdir.core.model import (
+    CommitInfo,
+    CommitResult,
+    FileView,
+    GrepMatch,
+    OpResult,
+    Principal,
+    Provenance,
+    VersionInfo,
+)
+from memdir.core.paths import normalize_prefix, validate_path
+from memdir.rows import aware, utcnow, version_info, view
+from memdir.storage.repository import Repository, Row
+from memdir.writer import CommitWriter
+
+__all__ = ["HistoryMixin", "RedactionPlan"]
+
+MAX_GREP_MATCHES = 10_000
+
+
+@dataclass(frozen=True)
+class RedactionPlan:
+    """What a redaction removes: every version holding the content, listed before it is done."""
+
+    sha256: str
+    versions: tuple[VersionInfo, ...]
+    done: bool
+
+
+class HistoryMixin(ServiceBase):
+    """Reading the past and putting it back."""
+
+    # --- resolving files and versions -----------------------------------------------------
+
+    def _file_id(self, repo: Repository, store_id: int, path: str) -> int:
+        """The live file at ``path``, else the last file that lived there."""
+        head = repo.head(store_id, path)
+        if head is not None:
+            return int(head.file_id)
+        file_id = repo.last_file_at(store_id, path)
+        if file_id is None:
+            raise NotFound(f"{path} does not exist and never did in this store", path=path)
+        return file_id
+
+    def _version_row(self, repo: Repository, store_id: int, path: str, number: int) -> Row:
+        file_id = self._file_id(repo, store_id, path)
+        row = repo.version(file_id, number)
+        if row is None:
+            last = repo.file_versions(file_id, limit=1)
+            top = last[0].number if last else 0
+            raise NotFound(
+                f"{path} has no version {number}; its versions are 1..{top} "
+                f"(see `memdir log {path}`)",
+                path=path,
+                version=number,
+            )
+        return row
+
+    def _version_content(self, repo: Repository, store_id: int, row: Row) -> str:
+        if row.redacted_at is not None:
+            raise NotFound(
+                f"version {row.number} of {row.path} was redacted; its content is gone",
+                path=row.path,
+                version=row.number,
+            )
+        if row.sha256 is None:
+            raise NotFound(
+                f"version {row.number} of {row.path} is its deletion and has no content; "
+                f"read version {row.number - 1}",
+                path=row.path,
+                version=row.number,
+            )
+        content = repo.blob(store_id, row.sha256)
+        if content is None:
+            raise NotFound(f"the content of version {row.number} of {row.path} is missing")
+        return content
+
+    def _read(self, repo: Repository, store_id: int, path: str, version: int | None) -> FileView:
+        if version is None:
+            head = repo.head(store_id, path)
+            if head is None:
+                raise NotFound(
+                    f"{path} does not exist; list files with `memdir ls` or search with "
+                    "`memdir search`",
+                    path=path,
+                )
+            content = repo.blob(store_id, head.sha256)
+            return view(head, content or "")
+        row = self._version_row(repo, store_id, path, version)
+        content = self._version_content(repo, store_id, row)
+        return FileView(
+            path=row.path,
+            content=content,
+            sha256=row.sha256,
+            version=row.number,
+            size=row.size,
+            file_id=row.file_id,
+            revision=row.revision,
+            updated_at=aware(row.created_at),
+        )
+
+    # --- history and diff -----------------------------------------------------------------
+
+    def file_history(
+        self, principal: Principal, store: str, path: str, *, limit: int | None = None
+    ) -> list[VersionInfo]:
+        """Every version of the file at ``path`` (across renames), newest first."""
+        validate_path(path)
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            file_id = self._file_id(repo, row.id, path)
+            return [version_info(v) for v in repo.file_versions(file_id, limit)]
+
+    def history(
+        self,
+        principal: Principal,
+        store: str,
+        *,
+        actor: str | None = None,
+        session: str | None = None,
+        prefix: str | None = None,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        before_revision: int | None = None,
+        limit: int = 50,
+    ) -> list[CommitInfo]:
+        """Commits of the store, newest first, with their changes; filters combine (AND)."""
+        directory = normalize_prefix(prefix) if prefix else None
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            rows = repo.commits(
+                row.id,
+                actor=actor,
+                session=session,
+                prefix=directory,
+                since=since,
+                until=until,
+                before_revision=before_revision,
+                limit=limit,
+            )
+            changes: dict[str, list[VersionInfo]] = {}
+            for v in repo.commit_versions([c.id for c in rows]):
+                changes.setdefault(v.commit_id, []).append(version_info(v))
+        return [
+            CommitInfo(
+                id=c.id,
+                revision=c.revision,
+                actor=c.actor,
+                created_at=aware(c.created_at),
+                session=c.session,
+                transcript=c.transcript,
+                reason=c.reason,
+                source_kind=c.source_kind,
+                changes=tuple(changes.get(c.id, ())),
+            )
+            for c in rows
+        ]
+
+    def diff(
+        self, principal: Principal, store: str, path: str, a: int, b: int | None = None
+    ) -> str:
+        """Unified diff from version ``a`` to version ``b`` (default: the current content)."""
+        validate_path(path)
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            old = self._read(repo, row.id, path, a)
+            new = self._read(repo, row.id, path, b)
+        return unified_diff(
+            old.content,
+            new.content,
+            f"{old.path}@{old.version}",
+            f"{new.path}@{new.version}",
+        )
+
+    # --- reverts --------------------------------------------------------------------------
+
+    def revert_file(
+        self,
+        principal: Principal,
+        store: str,
+        path: str,
+        to_version: int,
+        provenance: Provenance | None = None,
+    ) -> CommitResult:
+        """Put the content of ``to_version`` back as a new version of the same file.
+
+        A deleted file comes back at the path it had in that version.
+        """
+        validate_path(path)
+
+        def apply(writer: CommitWriter) -> list[OpResult]:
+            target = self._version_row(writer.repo, writer.store_id, path, to_version)
+            content = self._version_content(writer.repo, writer.store_id, target)
+            return self._restore(writer, int(target.file_id), target.path, content)
+
+        request = ["revert_file", path, to_version]
+        return self._run(principal, store, provenance, request, apply)
+
+    def revert_commit(
+        self,
+        principal: Principal,
+        store: str,
+        commit_id: str,
+        provenance: Provenance | None = None,
+    ) -> CommitResult:
+        """Undo a whole commit: every file it touched goes back to its state before it.
+
+        Refused (:class:`Conflict`) when a touched file has changed since; revert those files
+        one by one with :meth:`revert_file` instead.
+        """
+
+        def apply(writer: CommitWriter) -> list[OpResult]:
+            commit = self._commit_row(writer.repo, writer.store_id, commit_id)
+            touched: dict[int, list[Row]] = {}
+            for v in writer.repo.commit_versions([commit.id]):
+                touched.setdefault(int(v.file_id), []).append(v)
+            results: list[OpResult] = []
+            for file_id, rows in touched.items():
+                results.extend(self._undo_file(writer, file_id, rows[0], rows[-1]))
+            return results
+
+        request = ["revert_commit", commit_id]
+        return self._run(principal, store, provenance, request, apply)
+
+    def _commit_row(self, repo: Repository, store_id: int, commit_id: str) -> Row:
+        if len(commit_id) < 6:
+            raise InvalidInput(f"commit id {commit_id!r} is too short; give at least 6 characters")
+        rows = repo.commits_by_prefix(store_id, commit_id.lower())
+        if not rows:
+            raise NotFound(f"no commit {commit_id!r} in this store; see `memdir log`")
+        if len(rows) > 1:
+            raise InvalidInput(f"commit id {commit_id!r} is ambiguous; give more characters")
+        return rows[0]
+
+    def _undo_file(
+        self, writer: CommitWriter, file_id: int, first: Row, last: Row
+    ) -> list[OpResult]:
+        head = writer.repo.head_by_file(file_id)
+        now_number = None if head is None else head.version
+        if (last.operation == "deleted" and head is not None) or (
+            last.operation != "deleted" and now_number != last.number
+        ):
+            raise Conflict(
+                f"cannot revert: {last.path} has changed since that commit (it was version "
+                f"{last.number}); revert the file with `memdir revert {last.path} "
+                "--to-version N`",
+                path=last.path,
+            )
+        if first.number == 1:  # the commit created it: remove it
+            return [] if head is None else [writer.delete(head, "revert")]
+        before = writer.repo.version(file_id, first.number - 1)
+        assert before is not None
+        if before.operation == "deleted":
+            return [] if head is None else [writer.delete(head, "revert")]
+        content = self._version_content(writer.repo, writer.store_id, before)
+        return self._restore(writer, file_id, before.path, content)
+
+    def _restore(
+        self, writer: CommitWriter, file_id: int, path: str, content: str
+    ) -> list[OpResult]:
+        """Bring file ``file_id`` to ``content`` at ``path``: re-create, move and/or modify."""
+        head = writer.repo.head_by_file(file_id)
+        if head is None:
+            last = writer.repo.file_versions(file_id, limit=1)[0]
+            return [writer.create(path, content, "revert", file_id=file_id, number=last.number + 1)]
+        results: list[OpResult] = []
+        if head.path != path:
+            results.append(writer.move(head, path, "revert"))
+            head = writer.repo.head(writer.store_id, path)
+            assert head is not None
+        current = writer.repo.blob(writer.store_id, head.sha256)
+        if current != content:
+            results.append(writer.modify(head, content, "revert"))
+        return results
+
+    # --- redaction ------------------------------------------------------------------------
+
+    def redact(
+        self,
+        principal: Principal,
+        store: str,
+        path: str,
+        version: int,
+        *,
+        dry_run: bool = False,
+    ) -> RedactionPlan:
+        """Remove the content of a version — and of every version holding the same content.
+
+        The current version of a live file cannot be redacted (overwrite or delete it first).
+        Who and when stay on every version; content and sha256 go, as does the stored blob.
+        """
+        validate_path(path)
+        with self.db.write() as repo:
+            row = self._store_row(repo, store)
+            target = self._version_row(repo, row.id, path, version)
+            if target.sha256 is None:
+                what = "already redacted" if target.redacted_at else "a deletion, with no content"
+                raise Conflict(f"version {version} of {path} is {what}", path=path)
+            sha = str(target.sha256)
+            live = repo.heads_with_sha(row.id, sha)
+            if live:
+                raise Conflict(
+                    f"cannot redact: the content of {path} version {version} is current in "
+                    f"{', '.join(live)}; overwrite or delete it first, then redact",
+                    path=path,
+                    current_in=live,
+                )
+            affected = tuple(version_info(v) for v in repo.versions_with_sha(row.id, sha))
+            if not dry_run:
+                repo.redact_sha(row.id, sha, principal.id, utcnow())
+        return RedactionPlan(sha256=sha, versions=affected, done=not dry_run)
+
+    # --- grep -----------------------------------------------------------------------------
+
+    def grep(
+        self,
+        principal: Principal,
+        store: str,
+        pattern: str,
+        *,
+        prefix: str = "/",
+        ignore_case: bool = False,
+        context: int = 0,
+        limit: int = 1000,
+    ) -> list[GrepMatch]:
+        """Lines of current content matching a regular expression, in path order."""
+        directory = normalize_prefix(prefix)
+        try:
+            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
+        except re.error as exc:
+            raise InvalidInput(
+                f"invalid regular expression {pattern!r}: {exc}; escape special characters "
+                "with a backslash",
+                pattern=pattern,
+            ) from None
+        limit = max(1, min(limit, MAX_GREP_MATCHES))
+        matches: list[GrepMatch] = []
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            for head in repo.heads_under(row.id, directory, with_content=True):
+                if regex.search(head.content) is None:
+                    continue
+                matches.extend(_grep_file(head.path, head.content, regex, context))
+                if len(matches) >= limit:
+                    return matches[:limit]
+        return matches
+
+
+def _grep_file(path: str, content: str, regex: re.Pattern[str], context: int) -> list[GrepMatch]:
+    lines = content.splitlines()
+    out: list[GrepMatch] = []
+    for index, line in enumerate(lines):
+        if regex.search(line):
+            out.append(
+                GrepMatch(
+                    path=path,
+                    line=index + 1,
+                    text=line,
+                    before=tuple(lines[max(0, index - context) : index]),
+                    after=tuple(lines[index + 1 : index + 1 + context]),
+                )
+            )
+    return out

@@ -1,0 +1,176 @@
+"""Opening a database: engine, dialect, schema check, transactions.
+
+:class:`Database` is the storage port the service uses. It owns the SQLAlchemy engine and a
+:class:`Dialect` (the few operations that differ between SQLite and PostgreSQL) and hands out
+transactions as :class:`~memdir.storage.repository.Repository` objects:
+
+- :meth:`Database.write` — a writer transaction (``BEGIN IMMEDIATE`` on SQLite; on PostgreSQL
+  the store's counter row lock taken first by the service serialises committers per store);
+- :meth:`Database.read` — a reader transaction with a consistent snapshot.
+
+Opening never migrates implicitly except when asked to create (``memdir init``), so a CLI call
+costs one cheap version check, not an Alembic import.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from memdir.core.errors import BackendError, InvalidInput
+from memdir.storage.schema import HEAD_REVISION
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from memdir.search.query import Query
+    from memdir.storage.repository import Repository
+
+__all__ = ["Database", "Dialect", "normalize_url"]
+
+
+class Dialect(Protocol):
+    """What differs between backends. Everything else is plain SQLAlchemy Core."""
+
+    name: str
+
+    def engine_kwargs(self, url: sa.URL) -> dict[str, Any]: ...
+    def prepare_url(self, url: sa.URL, *, create: bool) -> None: ...
+    def database_exists(self, url: sa.URL) -> bool: ...
+    def configure(self, engine: Engine) -> None: ...
+    def index_file(self, conn: Connection, file_id: int, path: str, content: str) -> None: ...
+    def unindex_file(self, conn: Connection, file_id: int) -> None: ...
+    def indexed_files(self, conn: Connection) -> list[tuple[int, str]]: ...
+    def search(
+        self, conn: Connection, store_id: int, query: Query, lo: str, hi: str | None, limit: int
+    ) -> Sequence[sa.Row[Any]]: ...
+    def insert_ignore(self, table: sa.Table) -> Any: ...
+    def backup(self, engine: Engine, destination: Path) -> None: ...
+
+
+def normalize_url(url: str) -> sa.URL:
+    """Parse a database URL; ``postgresql://`` means psycopg 3."""
+    try:
+        parsed = sa.make_url(url)
+    except sa.exc.ArgumentError:
+        raise InvalidInput(
+            f"invalid database URL {url!r}: use sqlite:///PATH or postgresql://USER@HOST/DB",
+            url=url,
+        ) from None
+    if parsed.drivername in ("postgresql", "postgres"):
+        parsed = parsed.set(drivername="postgresql+psycopg")
+    if parsed.get_backend_name() not in ("sqlite", "postgresql"):
+        raise InvalidInput(
+            f"unsupported database {parsed.get_backend_name()!r} in {url!r}: memdir runs on "
+            "sqlite:/// and postgresql://",
+            url=url,
+        )
+    return parsed
+
+
+def _dialect_for(url: sa.URL) -> Dialect:
+    if url.get_backend_name() == "sqlite":
+        from memdir.storage.sqlite import SQLiteDialect
+
+        return SQLiteDialect()
+    from memdir.storage.postgres import PostgresDialect
+
+    return PostgresDialect()
+
+
+class Database:
+    """An open memdir database: one engine, one dialect. Safe to share between threads."""
+
+    def __init__(self, url: str, *, create: bool = False, pool_size: int = 5) -> None:
+        self.url = normalize_url(url)
+        self.dialect = _dialect_for(self.url)
+        self.dialect.prepare_url(self.url, create=create)
+        if not create and not self.dialect.database_exists(self.url):
+            raise BackendError(
+                f"no memdir database at {self.url.render_as_string(hide_password=True)}; "
+                "run `memdir init` to create one, or pass --db / MEMDIR_DB",
+                url=self.url.render_as_string(hide_password=True),
+            )
+        kwargs = self.dialect.engine_kwargs(self.url)
+        if self.url.get_backend_name() == "postgresql":
+            kwargs.setdefault("pool_size", pool_size)
+        self.engine = sa.create_engine(self.url, **kwargs)
+        self.dialect.configure(self.engine)
+        if create:
+            self.migrate()
+        else:
+            self.check_schema()
+
+    @property
+    def display_url(self) -> str:
+        return self.url.render_as_string(hide_password=True)
+
+    def schema_revision(self) -> str | None:
+        """The Alembic revision stamped in the database (None before the first migration)."""
+        try:
+            with self.engine.connect() as conn:
+                if not sa.inspect(conn).has_table("alembic_version"):
+                    return None
+                value = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+                conn.rollback()
+                return None if value is None else str(value)
+        except sa.exc.OperationalError as exc:
+            raise BackendError(
+                f"cannot open the database {self.display_url}: {exc.orig}; check the URL and "
+                "that the server is running",
+                url=self.display_url,
+            ) from None
+
+    def check_schema(self) -> None:
+        current = self.schema_revision()
+        if current != HEAD_REVISION:
+            raise BackendError(
+                f"the database schema is at {current or 'nothing'} but this memdir needs "
+                f"{HEAD_REVISION}; run `memdir migrate`",
+                current=current,
+                required=HEAD_REVISION,
+            )
+
+    def migrate(self) -> None:
+        """Upgrade the schema to head (under a lock; see :mod:`memdir.storage.migrate`)."""
+        from memdir.storage.migrate import upgrade
+
+        upgrade(self)
+
+    @contextmanager
+    def write(self) -> Iterator[Repository]:
+        """A writer transaction; commits on normal exit, rolls back on any exception."""
+        from memdir.storage.repository import Repository
+
+        with self._connect(write=True) as conn, conn.begin():
+            yield Repository(conn, self.dialect)
+
+    @contextmanager
+    def read(self) -> Iterator[Repository]:
+        """A reader transaction: one consistent snapshot, never blocking writers."""
+        from memdir.storage.repository import Repository
+
+        with self._connect(write=False) as conn, conn.begin():
+            yield Repository(conn, self.dialect)
+
+    @contextmanager
+    def _connect(self, *, write: bool) -> Iterator[Connection]:
+        try:
+            conn = self.engine.connect().execution_options(memdir_write=write)
+        except sa.exc.OperationalError as exc:
+            raise BackendError(
+                f"cannot connect to {self.display_url}: {exc.orig}", url=self.display_url
+            ) from None
+        with conn:
+            yield conn
+
+    def backup(self, destination: Path) -> None:
+        self.dialect.backup(self.engine, destination)
+
+    def close(self) -> None:
+        self.engine.dispose()

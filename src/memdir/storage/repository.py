@@ -1,0 +1,349 @@
+"""The queries the service runs inside one transaction, in dialect-neutral SQLAlchemy Core.
+
+A :class:`Repository` wraps one connection with an open transaction; it holds no state of its
+own and makes no decisions — preconditions, path rules and edits are the service's and the
+core's. Methods return plain rows (``sa.Row``) or values. The few dialect differences (upsert,
+full-text index) go through :class:`~memdir.storage.database.Dialect`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterator, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from memdir.core.paths import descendant_range
+from memdir.search.query import Query
+from memdir.storage.database import Dialect
+from memdir.storage.schema import blobs, commits, files, heads, stores, versions
+
+__all__ = ["Repository"]
+
+Row = sa.Row[Any]
+
+
+def _first_key(result: sa.CursorResult[Any]) -> Any:
+    key = result.inserted_primary_key
+    assert key is not None
+    return key[0]
+
+
+class Repository:
+    """Queries over one transaction. See :mod:`memdir.storage.schema` for the invariants."""
+
+    def __init__(self, conn: Connection, dialect: Dialect) -> None:
+        self.conn = conn
+        self.dialect = dialect
+
+    # --- stores ---------------------------------------------------------------------------
+
+    def store(self, name: str) -> Row | None:
+        return self.conn.execute(sa.select(stores).where(stores.c.name == name)).first()
+
+    def stores(self) -> Sequence[Row]:
+        count = (
+            sa.select(sa.func.count())
+            .select_from(heads)
+            .where(heads.c.store_id == stores.c.id)
+            .scalar_subquery()
+        )
+        query = sa.select(stores, count.label("files")).order_by(stores.c.name)
+        return self.conn.execute(query).all()
+
+    def create_store(self, name: str, now: dt.datetime) -> int:
+        result = self.conn.execute(sa.insert(stores).values(name=name, revision=0, created_at=now))
+        return int(_first_key(result))
+
+    def archive_store(self, store_id: int, now: dt.datetime) -> None:
+        self.conn.execute(sa.update(stores).where(stores.c.id == store_id).values(archived_at=now))
+
+    def delete_store(self, store_id: int) -> None:
+        for file_id in self.conn.execute(
+            sa.select(heads.c.file_id).where(heads.c.store_id == store_id)
+        ).scalars():
+            self.dialect.unindex_file(self.conn, file_id)
+        for table in (heads, versions, commits, blobs, files):
+            self.conn.execute(sa.delete(table).where(table.c.store_id == store_id))
+        self.conn.execute(sa.delete(stores).where(stores.c.id == store_id))
+
+    def bump_revision(self, store_id: int) -> int:
+        """Increment the store's counter row and return the new revision.
+
+        The UPDATE takes the row's write lock until the transaction ends: committers to one
+        store are serialised and their revisions are gap-free.
+        """
+        value = self.conn.execute(
+            sa.update(stores)
+            .where(stores.c.id == store_id)
+            .values(revision=stores.c.revision + 1)
+            .returning(stores.c.revision)
+        ).scalar_one()
+        return int(value)
+
+    # --- heads ----------------------------------------------------------------------------
+
+    def head(self, store_id: int, path: str) -> Row | None:
+        return self.conn.execute(
+            sa.select(heads).where(heads.c.store_id == store_id, heads.c.path == path)
+        ).first()
+
+    def head_by_file(self, file_id: int) -> Row | None:
+        return self.conn.execute(sa.select(heads).where(heads.c.file_id == file_id)).first()
+
+    def first_file_among(self, store_id: int, paths: Sequence[str]) -> str | None:
+        """The first of ``paths`` that is a live file (used to find a file ancestor)."""
+        if not paths:
+            return None
+        row = self.conn.execute(
+            sa.select(heads.c.path)
+            .where(heads.c.store_id == store_id, heads.c.path.in_(paths))
+            .order_by(heads.c.path)
+            .limit(1)
+        ).first()
+        return None if row is None else str(row[0])
+
+    def first_under(self, store_id: int, directory: str) -> str | None:
+        """Some live file strictly under ``directory``, or None."""
+        lo, hi = descendant_range(directory)
+        row = self.conn.execute(
+            sa.select(heads.c.path)
+            .where(heads.c.store_id == store_id, heads.c.path >= lo, heads.c.path < hi)
+            .limit(1)
+        ).first()
+        return None if row is None else str(row[0])
+
+    def heads_under(
+        self, store_id: int, directory: str, *, with_content: bool = False
+    ) -> Iterator[Row]:
+        """Live files under ``directory`` in path order (streamed)."""
+        lo, hi = descendant_range(directory)
+        columns: list[Any] = [heads]
+        query_from: Any = heads
+        if with_content:
+            columns.append(blobs.c.content)
+            query_from = heads.join(
+                blobs, (blobs.c.store_id == heads.c.store_id) & (blobs.c.sha256 == heads.c.sha256)
+            )
+        query = (
+            sa.select(*columns)
+            .select_from(query_from)
+            .where(heads.c.store_id == store_id)
+            .order_by(heads.c.path)
+        )
+        if directory != "/":
+            query = query.where(heads.c.path >= lo, heads.c.path < hi)
+        yield from self.conn.execute(query)
+
+    def insert_head(self, **values: Any) -> None:
+        self.conn.execute(sa.insert(heads).values(**values))
+
+    def cas_update_head(
+        self, store_id: int, path: str, expected_sha256: str, **values: Any
+    ) -> bool:
+        """Compare-and-swap: update the head only if its sha256 is still ``expected_sha256``."""
+        result = self.conn.execute(
+            sa.update(heads)
+            .where(
+                heads.c.store_id == store_id,
+                heads.c.path == path,
+                heads.c.sha256 == expected_sha256,
+            )
+            .values(**values)
+        )
+        return result.rowcount == 1
+
+    def delete_head(self, store_id: int, path: str, expected_sha256: str) -> bool:
+        result = self.conn.execute(
+            sa.delete(heads).where(
+                heads.c.store_id == store_id,
+                heads.c.path == path,
+                heads.c.sha256 == expected_sha256,
+            )
+        )
+        return result.rowcount == 1
+
+    def count_heads(self, store_id: int) -> int:
+        return int(
+            self.conn.execute(
+                sa.select(sa.func.count()).select_from(heads).where(heads.c.store_id == store_id)
+            ).scalar_one()
+        )
+
+    # --- files, blobs, versions -----------------------------------------------------------
+
+    def new_file(self, store_id: int, revision: int) -> int:
+        result = self.conn.execute(
+            sa.insert(files).values(store_id=store_id, created_revision=revision)
+        )
+        return int(_first_key(result))
+
+    def put_blob(self, store_id: int, sha256: str, content: str, size: int) -> None:
+        self.conn.execute(
+            self.dialect.insert_ignore(blobs).values(
+                store_id=store_id, sha256=sha256, content=content, size=size
+            )
+        )
+
+    def blob(self, store_id: int, sha256: str) -> str | None:
+        value = self.conn.execute(
+            sa.select(blobs.c.content).where(blobs.c.store_id == store_id, blobs.c.sha256 == sha256)
+        ).scalar()
+        return None if value is None else str(value)
+
+    def delete_blob(self, store_id: int, sha256: str) -> None:
+        self.conn.execute(
+            sa.delete(blobs).where(blobs.c.store_id == store_id, blobs.c.sha256 == sha256)
+        )
+
+    def insert_version(self, **values: Any) -> None:
+        self.conn.execute(sa.insert(versions).values(**values))
+
+    def _versions_query(self) -> sa.Select[Any]:
+        return sa.select(
+            versions,
+            commits.c.actor,
+            commits.c.created_at,
+            commits.c.reason,
+            commits.c.session,
+            commits.c.source_kind,
+        ).join(commits, commits.c.id == versions.c.commit_id)
+
+    def version(self, file_id: int, number: int) -> Row | None:
+        return self.conn.execute(
+            self._versions_query().where(versions.c.file_id == file_id, versions.c.number == number)
+        ).first()
+
+    def last_file_at(self, store_id: int, path: str) -> int | None:
+        """The file that most recently had a version at ``path`` (live or not)."""
+        value = self.conn.execute(
+            sa.select(versions.c.file_id)
+            .where(versions.c.store_id == store_id, versions.c.path == path)
+            .order_by(versions.c.id.desc())
+            .limit(1)
+        ).scalar()
+        return None if value is None else int(value)
+
+    def file_versions(self, file_id: int, limit: int | None = None) -> Sequence[Row]:
+        query = (
+            self._versions_query()
+            .where(versions.c.file_id == file_id)
+            .order_by(versions.c.number.desc())
+        )
+        if limit is not None:
+            query = query.limit(limit)
+        return self.conn.execute(query).all()
+
+    def commit_versions(self, commit_ids: Sequence[str]) -> Sequence[Row]:
+        if not commit_ids:
+            return []
+        return self.conn.execute(
+            self._versions_query()
+            .where(versions.c.commit_id.in_(commit_ids))
+            .order_by(versions.c.id)
+        ).all()
+
+    def versions_with_sha(self, store_id: int, sha256: str) -> Sequence[Row]:
+        return self.conn.execute(
+            self._versions_query()
+            .where(versions.c.store_id == store_id, versions.c.sha256 == sha256)
+            .order_by(versions.c.id)
+        ).all()
+
+    def heads_with_sha(self, store_id: int, sha256: str) -> list[str]:
+        return [
+            str(p)
+            for p in self.conn.execute(
+                sa.select(heads.c.path).where(
+                    heads.c.store_id == store_id, heads.c.sha256 == sha256
+                )
+            ).scalars()
+        ]
+
+    def redact_sha(self, store_id: int, sha256: str, actor: str, now: dt.datetime) -> int:
+        result = self.conn.execute(
+            sa.update(versions)
+            .where(versions.c.store_id == store_id, versions.c.sha256 == sha256)
+            .values(sha256=None, redacted_at=now, redacted_by=actor)
+        )
+        self.delete_blob(store_id, sha256)
+        return int(result.rowcount)
+
+    # --- commits --------------------------------------------------------------------------
+
+    def insert_commit(self, **values: Any) -> None:
+        self.conn.execute(sa.insert(commits).values(**values))
+
+    def set_commit_result(self, commit_id: str, result: str) -> None:
+        self.conn.execute(sa.update(commits).where(commits.c.id == commit_id).values(result=result))
+
+    def commit_by_key(self, store_id: int, actor: str, key: str) -> Row | None:
+        return self.conn.execute(
+            sa.select(commits).where(
+                commits.c.store_id == store_id,
+                commits.c.actor == actor,
+                commits.c.idempotency_key == key,
+            )
+        ).first()
+
+    def commits_by_prefix(self, store_id: int, prefix: str, limit: int = 2) -> Sequence[Row]:
+        return self.conn.execute(
+            sa.select(commits)
+            .where(commits.c.store_id == store_id, commits.c.id.startswith(prefix))
+            .limit(limit)
+        ).all()
+
+    def commits(
+        self,
+        store_id: int,
+        *,
+        actor: str | None = None,
+        session: str | None = None,
+        prefix: str | None = None,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        before_revision: int | None = None,
+        limit: int = 50,
+    ) -> Sequence[Row]:
+        """Commits newest first, filtered; ``prefix`` keeps commits touching a path under it."""
+        query = sa.select(commits).where(commits.c.store_id == store_id)
+        if actor is not None:
+            query = query.where(commits.c.actor == actor)
+        if session is not None:
+            query = query.where(commits.c.session == session)
+        if since is not None:
+            query = query.where(commits.c.created_at >= since)
+        if until is not None:
+            query = query.where(commits.c.created_at < until)
+        if before_revision is not None:
+            query = query.where(commits.c.revision < before_revision)
+        if prefix is not None and prefix != "/":
+            lo, hi = descendant_range(prefix)
+            touched = sa.select(versions.c.commit_id).where(
+                versions.c.store_id == store_id,
+                sa.or_(
+                    versions.c.path == prefix,
+                    sa.and_(versions.c.path >= lo, versions.c.path < hi),
+                    versions.c.old_path == prefix,
+                    sa.and_(versions.c.old_path >= lo, versions.c.old_path < hi),
+                ),
+            )
+            query = query.where(commits.c.id.in_(touched))
+        query = query.order_by(commits.c.revision.desc()).limit(limit)
+        return self.conn.execute(query).all()
+
+    # --- search ---------------------------------------------------------------------------
+
+    def index_file(self, file_id: int, path: str, content: str) -> None:
+        self.dialect.index_file(self.conn, file_id, path, content)
+
+    def unindex_file(self, file_id: int) -> None:
+        self.dialect.unindex_file(self.conn, file_id)
+
+    def search(self, store_id: int, query: Query, directory: str, limit: int) -> Sequence[Row]:
+        lo, hi = descendant_range(directory)
+        return self.dialect.search(
+            self.conn, store_id, query, lo, None if directory == "/" else hi, limit
+        )

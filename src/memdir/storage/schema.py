@@ -1,0 +1,134 @@
+"""The SQLAlchemy Core schema: one definition for SQLite and PostgreSQL.
+
+Tables and their invariants:
+
+- ``stores``: one row per store; ``revision`` is the store's counter row, incremented by the
+  committing transaction itself (``UPDATE ... RETURNING``), so revisions are gap-free and, as
+  the row lock serialises committers, totally ordered — on one server or many.
+- ``blobs``: content stored once per (store, sha256). Redaction deletes a blob.
+- ``files``: a file's stable identity (its integer id survives renames); nothing else.
+- ``heads``: the live tree. ``(store_id, path)`` is the key; a row exists iff the file exists.
+  ``sha256`` is the compare-and-swap column.
+- ``versions``: one immutable row per mutation of a file (``number`` 1, 2, 3, ... per file).
+  ``sha256`` is NULL for deletions and for redacted versions.
+- ``commits``: one row per atomic change set, with provenance and the store revision it made;
+  ``(store_id, actor, idempotency_key)`` is unique and holds the first attempt's result.
+
+Paths compare in binary order on both dialects (``COLLATE "C"`` on PostgreSQL), which the
+directory range scans of :func:`memdir.core.paths.descendant_range` rely on. The full-text
+index is dialect-specific and lives in the dialect modules, outside this metadata.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+__all__ = [
+    "HEAD_REVISION",
+    "blobs",
+    "commits",
+    "files",
+    "heads",
+    "metadata",
+    "stores",
+    "versions",
+]
+
+#: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
+HEAD_REVISION = "0001"
+
+metadata = sa.MetaData(
+    naming_convention={
+        "ix": "ix_%(table_name)s_%(column_0_N_name)s",
+        "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+        "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+        "pk": "pk_%(table_name)s",
+    }
+)
+
+PathType = sa.Text().with_variant(sa.Text(collation="C"), "postgresql")
+Sha = sa.String(64)
+Time = sa.DateTime(timezone=True)
+
+stores = sa.Table(
+    "stores",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("name", sa.String(63), nullable=False, unique=True),
+    sa.Column("revision", sa.BigInteger, nullable=False, server_default="0"),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("archived_at", Time, nullable=True),
+)
+
+blobs = sa.Table(
+    "blobs",
+    metadata,
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), primary_key=True),
+    sa.Column("sha256", Sha, primary_key=True),
+    sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("content", sa.Text, nullable=False),
+)
+
+files = sa.Table(
+    "files",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), nullable=False, index=True),
+    sa.Column("created_revision", sa.BigInteger, nullable=False),
+)
+
+heads = sa.Table(
+    "heads",
+    metadata,
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), primary_key=True),
+    sa.Column("path", PathType, primary_key=True),
+    sa.Column("file_id", sa.BigInteger, sa.ForeignKey("files.id"), nullable=False, unique=True),
+    sa.Column("version", sa.Integer, nullable=False),
+    sa.Column("sha256", Sha, nullable=False),
+    sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("revision", sa.BigInteger, nullable=False),
+    sa.Column("updated_at", Time, nullable=False),
+)
+
+commits = sa.Table(
+    "commits",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), nullable=False),
+    sa.Column("revision", sa.BigInteger, nullable=False),
+    sa.Column("actor", sa.String(200), nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("session", sa.Text, nullable=True),
+    sa.Column("transcript", sa.Text, nullable=True),
+    sa.Column("reason", sa.Text, nullable=True),
+    sa.Column("source_kind", sa.String(32), nullable=True),
+    sa.Column("idempotency_key", sa.String(4000), nullable=True),
+    sa.Column("request_hash", Sha, nullable=True),
+    sa.Column("result", sa.Text, nullable=True),
+    sa.UniqueConstraint("store_id", "revision"),
+    sa.UniqueConstraint("store_id", "actor", "idempotency_key"),
+    sa.Index(None, "store_id", "actor"),
+    sa.Index(None, "store_id", "session"),
+)
+
+versions = sa.Table(
+    "versions",
+    metadata,
+    sa.Column("id", sa.BigInteger().with_variant(sa.Integer, "sqlite"), primary_key=True),
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), nullable=False),
+    sa.Column("file_id", sa.BigInteger, sa.ForeignKey("files.id"), nullable=False),
+    sa.Column("number", sa.Integer, nullable=False),
+    sa.Column("commit_id", sa.String(32), sa.ForeignKey("commits.id"), nullable=False),
+    sa.Column("revision", sa.BigInteger, nullable=False),
+    sa.Column("operation", sa.String(16), nullable=False),
+    sa.Column("path", PathType, nullable=False),
+    sa.Column("old_path", PathType, nullable=True),
+    sa.Column("sha256", Sha, nullable=True),
+    sa.Column("size", sa.Integer, nullable=False),
+    sa.Column("redacted_at", Time, nullable=True),
+    sa.Column("redacted_by", sa.String(200), nullable=True),
+    sa.UniqueConstraint("file_id", "number"),
+    sa.Index(None, "store_id", "path"),
+    sa.Index(None, "store_id", "sha256"),
+    sa.Index(None, "commit_id"),
+)

@@ -1,0 +1,129 @@
+"""SQLite specifics: connection set-up, writer serialisation, the FTS5 index, online backup.
+
+- WAL journal, ``synchronous=NORMAL`` (durable against process crashes; a power loss may drop
+  the last transactions, never corrupt), foreign keys on, a busy timeout.
+- The driver's own transaction handling is turned off; memdir emits ``BEGIN IMMEDIATE`` for
+  writers, so there is exactly one writer per database file and it holds the lock from its
+  first statement — a read-then-write inside a transaction cannot be overtaken — and plain
+  ``BEGIN`` for readers, which in WAL mode never block and are never blocked.
+- Full-text search is an FTS5 table ``search_fts(path, body)`` whose rowid is the file id,
+  kept in sync in the writing transaction.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from memdir.search.fts5 import TOKENIZER, compile_match
+from memdir.search.query import Query
+
+__all__ = ["SQLiteDialect"]
+
+BUSY_TIMEOUT_MS = 60_000
+
+
+class SQLiteDialect:
+    """The SQLite half of the storage port (see :class:`memdir.storage.database.Dialect`)."""
+
+    name = "sqlite"
+
+    def engine_kwargs(self, url: sa.URL) -> dict[str, Any]:
+        return {"connect_args": {"timeout": BUSY_TIMEOUT_MS / 1000, "check_same_thread": False}}
+
+    def prepare_url(self, url: sa.URL, *, create: bool) -> None:
+        """Create the database's parent directory when creating a file database."""
+        database = url.database
+        if create and database and database != ":memory:":
+            Path(database).expanduser().resolve().parent.mkdir(parents=True, exist_ok=True)
+
+    def database_exists(self, url: sa.URL) -> bool:
+        database = url.database
+        return not database or database == ":memory:" or Path(database).expanduser().exists()
+
+    def configure(self, engine: Engine) -> None:
+        @sa.event.listens_for(engine, "connect")
+        def _connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None  # memdir emits BEGIN itself
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.execute("PRAGMA foreign_keys=ON")
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.close()
+
+        @sa.event.listens_for(engine, "begin")
+        def _begin(conn: Connection) -> None:
+            write = conn.get_execution_options().get("memdir_write", False)
+            conn.exec_driver_sql("BEGIN IMMEDIATE" if write else "BEGIN")
+
+    # --- full-text index ------------------------------------------------------------------
+
+    def index_file(self, conn: Connection, file_id: int, path: str, content: str) -> None:
+        conn.exec_driver_sql("DELETE FROM search_fts WHERE rowid = ?", (file_id,))
+        conn.exec_driver_sql(
+            "INSERT INTO search_fts (rowid, path, body) VALUES (?, ?, ?)",
+            (file_id, path, content),
+        )
+
+    def unindex_file(self, conn: Connection, file_id: int) -> None:
+        conn.exec_driver_sql("DELETE FROM search_fts WHERE rowid = ?", (file_id,))
+
+    def indexed_files(self, conn: Connection) -> list[tuple[int, str]]:
+        """(file id, path) of every indexed row, for consistency checks."""
+        rows = conn.exec_driver_sql("SELECT rowid, path FROM search_fts").all()
+        return [(int(r[0]), str(r[1])) for r in rows]
+
+    def search(
+        self,
+        conn: Connection,
+        store_id: int,
+        query: Query,
+        lo: str,
+        hi: str | None,
+        limit: int,
+    ) -> Sequence[sa.Row[Any]]:
+        """Rank live files of a store matching ``query`` within the path range ``[lo, hi)``.
+
+        Columns: path, score (higher is better), snippet, sha256, version.
+        """
+        match = compile_match(query)
+        if match is None:
+            return []
+        path_filter = "AND h.path >= ? AND h.path < ?" if hi is not None else ""
+        params: tuple[Any, ...] = (match, store_id) + ((lo, hi) if hi is not None else ())
+        sql = (
+            "SELECT h.path, -bm25(search_fts, 0.5, 1.0) AS score, "
+            "snippet(search_fts, 1, '[', ']', '…', 24) AS snippet, h.sha256, h.version "
+            "FROM search_fts JOIN heads h ON h.file_id = search_fts.rowid "
+            f"WHERE search_fts MATCH ? AND h.store_id = ? {path_filter} "
+            "ORDER BY bm25(search_fts, 0.5, 1.0) LIMIT ?"
+        )
+        return conn.exec_driver_sql(sql, (*params, limit)).all()
+
+    # --- misc -----------------------------------------------------------------------------
+
+    def insert_ignore(self, table: sa.Table) -> Any:
+        from sqlalchemy.dialects.sqlite import insert
+
+        return insert(table).on_conflict_do_nothing()
+
+    def backup(self, engine: Engine, destination: Path) -> None:
+        """Online backup through SQLite's backup API: consistent while writers continue."""
+        destination.parent.mkdir(parents=True, exist_ok=True)
+        raw = engine.raw_connection()
+        try:
+            source = raw.driver_connection
+            assert isinstance(source, sqlite3.Connection)
+            target = sqlite3.connect(str(destination))
+            try:
+                source.backup(target)
+            finally:
+                target.close()
+        finally:
+            raw.close()

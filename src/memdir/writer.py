@@ -1,0 +1,249 @@
+"""The commit engine: applies operations inside one writer transaction.
+
+:class:`CommitWriter` is the only code that mutates the live tree. For every operation it reads
+the current head inside the transaction, decides the precondition (:mod:`memdir.core.edits`),
+computes the new content, then changes the head by compare-and-swap on its sha256, appends an
+immutable version row and updates the search index — all in the caller's transaction, so a
+commit of several operations applies whole or not at all.
+
+Invariants it keeps:
+
+- a path is a file or a directory, never both (checked against ancestors and descendants);
+- a file's version numbers are 1, 2, 3, ... and continue across renames and re-creation;
+- every version row names the commit, and so the store revision, that made it;
+- the search index holds exactly the live files, with their current path and content.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any
+
+from memdir.core.content import check_content, sha256_hex
+from memdir.core.edits import apply_insert, apply_str_replace, check_precondition
+from memdir.core.errors import Conflict, NotFound, PathConflict, PreconditionFailed
+from memdir.core.frontmatter import parse_frontmatter
+from memdir.core.model import (
+    Delete,
+    Insert,
+    Operation,
+    OpResult,
+    StrReplace,
+    Write,
+)
+from memdir.core.paths import ancestors, validate_path
+from memdir.storage.repository import Repository, Row
+
+__all__ = ["CommitWriter"]
+
+
+@dataclass
+class CommitWriter:
+    """Applies operations for one commit (one store, one revision) in one transaction."""
+
+    repo: Repository
+    store_id: int
+    commit_id: str
+    revision: int
+    now: dt.datetime
+    max_bytes: int
+
+    # --- operations -----------------------------------------------------------------------
+
+    def apply(self, op: Operation) -> OpResult:
+        """Apply one operation against the current state inside the transaction."""
+        if isinstance(op, Write):
+            return self._write(op)
+        if isinstance(op, StrReplace):
+            head = self._existing(op.path, op.if_match)
+            old = self._content(head)
+            return self.modify(head, apply_str_replace(op.path, old, op.old, op.new), op.op)
+        if isinstance(op, Insert):
+            head = self._existing(op.path, op.if_match)
+            old = self._content(head)
+            return self.modify(head, apply_insert(op.path, old, op.line, op.text), op.op)
+        if isinstance(op, Delete):
+            return self.delete(self._existing(op.path, op.if_match), op.op)
+        return self.move(self._existing(op.path, op.if_match), op.new_path, op.op)
+
+    def _write(self, op: Write) -> OpResult:
+        validate_path(op.path)
+        head = self.repo.head(self.store_id, op.path)
+        check_precondition(
+            op.path,
+            None if head is None else head.sha256,
+            if_match=op.if_match,
+            if_absent=op.if_absent,
+            full_overwrite=True,
+        )
+        if head is None:
+            return self.create(op.path, op.content, op.op)
+        return self.modify(head, op.content, op.op)
+
+    def _existing(self, path: str, if_match: str | None) -> Row:
+        validate_path(path)
+        head = self.repo.head(self.store_id, path)
+        if head is None:
+            raise NotFound(
+                f"{path} does not exist; check the path with `memdir ls` or create it first",
+                path=path,
+            )
+        check_precondition(
+            path, head.sha256, if_match=if_match, if_absent=False, full_overwrite=False
+        )
+        return head
+
+    def _content(self, head: Row) -> str:
+        content = self.repo.blob(self.store_id, head.sha256)
+        if content is None:  # heads always point at a stored blob; this is corruption
+            raise Conflict(f"the content of {head.path} is missing from the database")
+        return content
+
+    # --- primitives (also used by revert) -------------------------------------------------
+
+    def check_free(self, path: str) -> None:
+        """Refuse to put a file at ``path`` if it is taken or would break the file/dir rule."""
+        validate_path(path)
+        if self.repo.head(self.store_id, path) is not None:
+            raise PathConflict(f"{path} already exists; choose another path", path=path)
+        blocker = self.repo.first_file_among(self.store_id, ancestors(path))
+        if blocker is not None:
+            raise PathConflict(
+                f"cannot create {path}: {blocker} is a file, so it cannot be a directory",
+                path=path,
+                file=blocker,
+            )
+        below = self.repo.first_under(self.store_id, path)
+        if below is not None:
+            raise PathConflict(
+                f"cannot create {path}: it is a directory (it holds {below})",
+                path=path,
+                holds=below,
+            )
+
+    def _prepare(self, path: str, content: str) -> tuple[str, int]:
+        size = check_content(content, self.max_bytes)
+        if content.startswith("---"):
+            parse_frontmatter(content)
+        sha = sha256_hex(content)
+        self.repo.put_blob(self.store_id, sha, content, size)
+        return sha, size
+
+    def _version(
+        self,
+        file_id: int,
+        number: int,
+        operation: str,
+        path: str,
+        sha: str | None,
+        size: int,
+        op: str,
+        old_path: str | None = None,
+    ) -> OpResult:
+        self.repo.insert_version(
+            store_id=self.store_id,
+            file_id=file_id,
+            number=number,
+            commit_id=self.commit_id,
+            revision=self.revision,
+            operation=operation,
+            path=path,
+            old_path=old_path,
+            sha256=sha,
+            size=size,
+        )
+        return OpResult(
+            op=op,
+            path=path,
+            file_id=file_id,
+            version=number,
+            operation=operation,
+            sha256=sha,
+            size=size,
+            old_path=old_path,
+        )
+
+    def _head_values(self, number: int, sha: str, size: int) -> dict[str, Any]:
+        return {
+            "version": number,
+            "sha256": sha,
+            "size": size,
+            "revision": self.revision,
+            "updated_at": self.now,
+        }
+
+    def create(
+        self, path: str, content: str, op: str, *, file_id: int | None = None, number: int = 1
+    ) -> OpResult:
+        """Create a live file (a new one, or a deleted ``file_id`` coming back as ``number``)."""
+        self.check_free(path)
+        sha, size = self._prepare(path, content)
+        if file_id is None:
+            file_id = self.repo.new_file(self.store_id, self.revision)
+        self.repo.insert_head(
+            store_id=self.store_id,
+            path=path,
+            file_id=file_id,
+            **self._head_values(number, sha, size),
+        )
+        self.repo.index_file(file_id, path, content)
+        return self._version(file_id, number, "created", path, sha, size, op)
+
+    def modify(self, head: Row, content: str, op: str) -> OpResult:
+        """Replace a live file's content, compare-and-swap on the sha256 just read."""
+        sha, size = self._prepare(head.path, content)
+        number = head.version + 1
+        values = self._head_values(number, sha, size)
+        if not self.repo.cas_update_head(self.store_id, head.path, head.sha256, **values):
+            raise self._lost_race(head.path)
+        self.repo.index_file(head.file_id, head.path, content)
+        return self._version(head.file_id, number, "modified", head.path, sha, size, op)
+
+    def delete(self, head: Row, op: str) -> OpResult:
+        if not self.repo.delete_head(self.store_id, head.path, head.sha256):
+            raise self._lost_race(head.path)
+        self.repo.unindex_file(head.file_id)
+        return self._version(head.file_id, head.version + 1, "deleted", head.path, None, 0, op)
+
+    def move(self, head: Row, new_path: str, op: str) -> OpResult:
+        validate_path(new_path)
+        if new_path == head.path:
+            raise PathConflict(f"cannot rename {head.path} onto itself", path=head.path)
+        if self.repo.head(self.store_id, new_path) is not None:
+            raise PathConflict(
+                f"cannot rename {head.path} to {new_path}: {new_path} already exists; "
+                "delete it first or choose another name",
+                path=head.path,
+                new_path=new_path,
+            )
+        if not self.repo.delete_head(self.store_id, head.path, head.sha256):
+            raise self._lost_race(head.path)
+        self.check_free(new_path)
+        number = head.version + 1
+        self.repo.insert_head(
+            store_id=self.store_id,
+            path=new_path,
+            file_id=head.file_id,
+            **self._head_values(number, head.sha256, head.size),
+        )
+        self.repo.index_file(head.file_id, new_path, self._content(head))
+        return self._version(
+            head.file_id,
+            number,
+            "renamed",
+            new_path,
+            head.sha256,
+            head.size,
+            op,
+            old_path=head.path,
+        )
+
+    def _lost_race(self, path: str) -> PreconditionFailed:
+        current = self.repo.head(self.store_id, path)
+        sha = None if current is None else current.sha256
+        return PreconditionFailed(
+            f"{path} changed while this commit ran (now sha256 {sha}); re-read and retry",
+            path=path,
+            current_sha256=sha,
+        )
