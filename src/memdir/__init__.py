@@ -94,9 +94,7 @@ __all__ = [
 __version__ = "0.1.0"
 
 
-def open(  # noqa: A001 - memdir.open mirrors the built-in on purpose: open a database
-    url: str, *, create: bool = False, max_file_bytes: int | None = None
-) -> MemoryService:
+def open(url: str, *, create: bool = False, max_file_bytes: int | None = None) -> MemoryService:
     """Open (or with ``create=True`` create and migrate) a database and return its service."""
     from memdir.core.content import DEFAULT_MAX_BYTES
 

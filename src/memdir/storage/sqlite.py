@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from memdir.search.fts5 import TOKENIZER, compile_match
+from memdir.search.fts5 import compile_match
 from memdir.search.query import Query
 
 __all__ = ["SQLiteDialect"]
