@@ -1,0 +1,91 @@
+"""Settings, read once per entry point and passed down.
+
+Precedence: explicit arguments > ``MEMDIR_*`` environment variables > the config file >
+defaults. The config file is TOML, ``$MEMDIR_CONFIG`` or ``./.memdir/config.toml`` if it
+exists, with the same keys as :class:`Settings` (``db``, ``store``, ``max_file_bytes``).
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
+from typing import Any
+
+from memdir.core.content import DEFAULT_MAX_BYTES
+from memdir.core.errors import InvalidInput
+
+__all__ = ["DEFAULT_DB", "ENV_VARS", "Settings"]
+
+DEFAULT_DB = "sqlite:///./.memdir/memdir.db"
+
+#: Every environment variable memdir reads, and the setting it feeds.
+ENV_VARS = {
+    "MEMDIR_DB": "db",
+    "MEMDIR_STORE": "store",
+    "MEMDIR_MAX_FILE_BYTES": "max_file_bytes",
+}
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Where and how memdir runs.
+
+    ``db``: database URL (``sqlite:///PATH`` or ``postgresql://...``).
+    ``store``: the store commands act on when none is named.
+    ``max_file_bytes``: the largest content accepted, in UTF-8 bytes.
+    """
+
+    db: str = DEFAULT_DB
+    store: str = "default"
+    max_file_bytes: int = DEFAULT_MAX_BYTES
+
+    @classmethod
+    def load(
+        cls,
+        overrides: Mapping[str, Any] | None = None,
+        *,
+        environ: Mapping[str, str] | None = None,
+    ) -> Settings:
+        """Resolve settings: ``overrides`` (None values ignored) > environment > file > defaults."""
+        env = os.environ if environ is None else environ
+        settings = cls()
+        config_path = Path(env.get("MEMDIR_CONFIG", "./.memdir/config.toml"))
+        if config_path.is_file():
+            settings = replace(settings, **_coerce(_read_toml(config_path), str(config_path)))
+        from_env = {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}
+        settings = replace(settings, **_coerce(from_env, "the environment"))
+        given = {k: v for k, v in (overrides or {}).items() if v is not None}
+        return replace(settings, **_coerce(given, "the arguments"))
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    import tomllib
+
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise InvalidInput(f"cannot read the config file {path}: {exc}", path=str(path)) from None
+
+
+def _coerce(values: Mapping[str, Any], source: str) -> dict[str, Any]:
+    known = {f.name: f.type for f in fields(Settings)}
+    out: dict[str, Any] = {}
+    for key, value in values.items():
+        if key not in known:
+            raise InvalidInput(
+                f"unknown setting {key!r} in {source}; known: {', '.join(sorted(known))}"
+            )
+        if key == "max_file_bytes":
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise InvalidInput(
+                    f"max_file_bytes in {source} must be a whole number of bytes, "
+                    f"received {value!r}"
+                ) from None
+            if value < 1:
+                raise InvalidInput(f"max_file_bytes in {source} must be positive")
+        out[key] = value
+    return out
