@@ -199,14 +199,18 @@ class HistoryMixin(ServiceBase):
     ) -> CommitResult:
         """Put the content of ``to_version`` back as a new version of the same file.
 
-        A deleted file comes back at the path it had in that version.
+        Only content goes back: a live file keeps its current path, a deleted file comes back
+        where it was when deleted. (Reverting a commit, by contrast, also undoes renames.)
         """
         validate_path(path)
 
         def apply(writer: CommitWriter) -> list[OpResult]:
             target = self._version_row(writer.repo, writer.store_id, path, to_version)
             content = self._version_content(writer.repo, writer.store_id, target)
-            return self._restore(writer, int(target.file_id), target.path, content)
+            file_id = int(target.file_id)
+            head = writer.repo.head_by_file(file_id)
+            where = head.path if head is not None else writer.repo.file_versions(file_id, 1)[0].path
+            return self._restore(writer, file_id, where, content)
 
         request = ["revert_file", path, to_version]
         return self._run(principal, store, provenance, request, apply)

@@ -1,0 +1,299 @@
+"""The CLI end to end: real processes where exit codes and concurrency matter, click's runner
+(the same code, in-process) elsewhere. Every database is a real SQLite file."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from memdir.cli.main import cli
+
+MEMDIR = [sys.executable, "-m", "memdir.cli"]
+
+
+@pytest.fixture
+def db(tmp_path: Path) -> str:
+    url = f"sqlite:///{tmp_path / 'memdir.db'}"
+    result = CliRunner().invoke(cli, ["--db", url, "init"])
+    assert result.exit_code == 0, result.output
+    return url
+
+
+def run(db: str, *args: str, input: str | bytes | None = None) -> Result:
+    return CliRunner().invoke(cli, ["--db", db, *args], input=input)
+
+
+def run_json(db: str, *args: str, input: str | None = None) -> tuple[int, Any]:
+    result = run(db, *args, "--json", input=input)
+    return result.exit_code, json.loads(result.stdout)
+
+
+def test_write_read_roundtrip_json_fields(db: str) -> None:
+    code, out = run_json(db, "write", "/a/b.md", "--create", input="hello\n")
+    assert code == 0
+    assert {"path", "sha256", "version", "revision", "commit"} <= out.keys()
+    assert out["version"] == 1 and out["revision"] == 1
+    code, view = run_json(db, "read", "/a/b.md")
+    assert code == 0
+    assert view["content"] == "hello\n"
+    assert view["sha256"] == out["sha256"]
+    assert view["version"] == 1
+
+
+def test_exit_codes_follow_the_error_table(db: str) -> None:
+    assert run(db, "write", "/f.md", "--create", input="x").exit_code == 0
+    # blind overwrite of an existing file: precondition required, says how to get the sha256
+    result = run(db, "write", "/f.md", input="y")
+    assert result.exit_code == 3
+    assert "memdir read /f.md --json" in result.stderr
+    # stale hash: precondition failed, current sha256 reported
+    code, out = run_json(db, "write", "/f.md", "--if-match", "0" * 64, input="y")
+    assert code == 3
+    assert out["error"]["type"] == "precondition_failed"
+    assert len(out["error"]["current_sha256"]) == 64
+    # --create on an existing file: precondition failed
+    assert run(db, "write", "/f.md", "--create", input="x").exit_code == 3
+    # not found
+    code, out = run_json(db, "read", "/missing.md")
+    assert code == 5 and out["error"]["type"] == "not_found"
+    # invalid path: usage
+    code, out = run_json(db, "read", "/a/../b")
+    assert code == 2 and out["error"]["type"] == "invalid_path"
+    assert "'..'" in out["error"]["message"]
+    # edit conflict: old text absent
+    assert run(db, "edit", "/f.md", "--old", "nope", "--new", "z").exit_code == 1
+    # unknown store
+    assert run(db, "--store", "nope", "read", "/f.md").exit_code == 5
+
+
+def test_failed_precondition_fails_even_when_content_is_equal(db: str) -> None:
+    _, first = run_json(db, "write", "/c.md", "--create", input="1")
+    _, second = run_json(db, "write", "/c.md", "--if-match", first["sha256"], input="2")
+    code, out = run_json(db, "write", "/c.md", "--if-match", first["sha256"], input="2")
+    assert code == 3
+    assert out["error"]["current_sha256"] == second["sha256"]
+
+
+def test_non_utf8_stdin_is_refused_and_changes_nothing(db: str) -> None:
+    result = run(db, "write", "/bin.md", "--create", input=b"\xff\xfeoops")
+    assert result.exit_code == 1
+    assert "not valid UTF-8" in result.stderr
+    assert run(db, "read", "/bin.md").exit_code == 5
+
+
+def test_edit_insert_mv_rm_log_diff_revert(db: str) -> None:
+    run(db, "write", "/p/x.md", "--create", input="one\ntwo\nthree\n")
+    assert run(db, "edit", "/p/x.md", "--old", "two", "--new", "TWO").exit_code == 0
+    assert run(db, "insert", "/p/x.md", "--line", "0", "--text", "zero").exit_code == 0
+    assert run(db, "mv", "/p/x.md", "/q/y.md", "--reason", "tidy").exit_code == 0
+    assert run(db, "read", "/q/y.md").stdout == "zero\none\nTWO\nthree\n"
+    _, versions = run_json(db, "log", "/q/y.md")
+    assert [v["version"] for v in versions] == [4, 3, 2, 1]
+    assert versions[0]["operation"] == "renamed" and versions[0]["old_path"] == "/p/x.md"
+    diff = run(db, "diff", "/q/y.md", "1", "3").stdout
+    assert "-two" in diff and "+TWO" in diff and "+zero" in diff
+    assert run(db, "revert", "/q/y.md", "--to-version", "1").exit_code == 0
+    assert run(db, "read", "/q/y.md").stdout == "one\ntwo\nthree\n"
+    assert run(db, "rm", "/q/y.md").exit_code == 0
+    assert run(db, "read", "/q/y.md").exit_code == 5
+    _, commits = run_json(db, "log")
+    assert [c["revision"] for c in commits] == [6, 5, 4, 3, 2, 1]
+    assert commits[2]["reason"] == "tidy"
+    undo = run(db, "revert", "--commit", commits[0]["id"][:10])
+    assert undo.exit_code == 0, undo.stderr
+    assert run(db, "read", "/q/y.md").stdout == "one\ntwo\nthree\n"
+
+
+def test_read_version_lines_and_numbered_view(db: str) -> None:
+    run(db, "write", "/n.md", "--create", input="a\nb\nc\nd\n")
+    _, view = run_json(db, "read", "/n.md")
+    run(db, "write", "/n.md", "--if-match", view["sha256"], input="changed\n")
+    assert run(db, "read", "/n.md", "--version", "1", "--lines", "2-3").stdout == "b\nc\n"
+    assert run(db, "read", "/n.md", "--version", "1", "--lines", "3-", "-n").stdout == (
+        "     3\tc\n     4\td\n"
+    )
+    assert run(db, "read", "/n.md", "--version", "9").exit_code == 5
+
+
+def test_provenance_and_actor_are_recorded(db: str) -> None:
+    result = run(
+        db, "--as", "agent:ci-bot", "write", "/agents/ci-bot/s.md", "--create",
+        "--session", "s-1", "--transcript", "t-9", "--reason", "noticed",
+        "--source-kind", "tool-result", input="x",
+    )  # fmt: skip
+    assert result.exit_code == 0, result.stderr
+    _, commits = run_json(db, "log", "--actor", "agent:ci-bot")
+    assert len(commits) == 1
+    c = commits[0]
+    assert (c["actor"], c["session"], c["transcript"], c["reason"], c["source_kind"]) == (
+        "agent:ci-bot", "s-1", "t-9", "noticed", "tool-result",
+    )  # fmt: skip
+    assert run(db, "--as", "nobody", "read", "/x").exit_code == 2
+
+
+def test_idempotency_key_replays_the_first_result(db: str) -> None:
+    _, first = run_json(db, "write", "/i.md", "--create", "--idempotency-key", "k1", input="x")
+    code, again = run_json(db, "write", "/i.md", "--create", "--idempotency-key", "k1", input="x")
+    assert code == 0
+    assert again["commit"] == first["commit"] and again["replayed"] is True
+    code, other = run_json(db, "write", "/j.md", "--create", "--idempotency-key", "k1", input="y")
+    assert code == 1 and other["error"]["type"] == "idempotency_mismatch"
+
+
+def test_ls_glob_grep_search(db: str) -> None:
+    run(db, "write", "/projects/acme/testing.md", "--create", input="Run tests with pytest.\n")
+    run(db, "write", "/projects/acme/deploy.md", "--create", input="Deploy with make ship.\n")
+    run(db, "write", "/org/rules.md", "--create", input="Be kind.\n")
+    _, entries = run_json(db, "ls")
+    assert [(e["path"], e["kind"], e["files"]) for e in entries] == [
+        ("/org", "dir", 1), ("/projects", "dir", 2),
+    ]  # fmt: skip
+    assert run(db, "ls", "-R").stdout.count("\n") == 3
+    assert run(db, "glob", "/projects/**/*.md").stdout.split() == [
+        "/projects/acme/deploy.md", "/projects/acme/testing.md",
+    ]  # fmt: skip
+    assert (
+        run(db, "grep", "pytest").stdout == "/projects/acme/testing.md:1:Run tests with pytest.\n"
+    )
+    assert run(db, "grep", "nothing-here").exit_code == 1
+    assert run(db, "grep", "(unclosed").exit_code == 2
+    _, hits = run_json(db, "search", "how do I run the tests?")
+    assert hits[0]["path"] == "/projects/acme/testing.md"
+    _, hits = run_json(db, "search", "kind", "--prefix", "/projects")
+    assert hits == []
+    for hostile in ['"unbalanced', "NOT AND OR", "it's a-b:c", "*", "NEAR(", "^x"]:
+        assert run(db, "search", hostile).exit_code == 0, hostile
+
+
+def test_commit_applies_all_or_nothing(db: str, tmp_path: Path) -> None:
+    ops = [
+        {"op": "create", "path": "/m/a.md", "content": "a"},
+        {"op": "create", "path": "/m/b.md", "content": "b"},
+    ]
+    code, out = run_json(db, "commit", input=json.dumps(ops))
+    assert code == 0 and len(out["results"]) == 2
+    bad = [
+        {"op": "create", "path": "/m/c.md", "content": "c"},
+        {"op": "str_replace", "path": "/m/a.md", "old": "zzz", "new": "y"},
+    ]
+    assert run(db, "commit", input=json.dumps(bad)).exit_code == 1
+    assert run(db, "read", "/m/c.md").exit_code == 5
+    assert run(db, "commit", input="not json").exit_code == 2
+    assert run(db, "commit", input='[{"op": "explode"}]').exit_code == 2
+
+
+def test_stores_archive_and_backup(db: str, tmp_path: Path) -> None:
+    assert run(db, "store", "create", "team").exit_code == 0
+    assert run(db, "store", "create", "Bad Name").exit_code == 2
+    assert run(db, "--store", "team", "write", "/t.md", "--create", input="t").exit_code == 0
+    assert run(db, "store", "archive", "team").exit_code == 0
+    assert run(db, "--store", "team", "write", "/u.md", "--create", input="u").exit_code == 4
+    assert run(db, "--store", "team", "read", "/t.md").stdout == "t"
+    _, stores = run_json(db, "store", "list")
+    assert {s["name"]: s["files"] for s in stores} == {"default": 0, "team": 1}
+    assert run(db, "store", "rm", "team").exit_code == 2
+    assert run(db, "store", "rm", "team", "--yes").exit_code == 0
+    backup = tmp_path / "backup.db"
+    assert run(db, "backup", str(backup)).exit_code == 0
+    assert run(f"sqlite:///{backup}", "store", "list").stdout.startswith("default")
+
+
+def test_export_import_roundtrip_is_lossless(db: str, tmp_path: Path) -> None:
+    files = {
+        "/org/rules.md": "---\ndescription: rules\ntags: [a, b]\ncustom: {x: 1}\n---\nBody\n",
+        "/projects/ünïcode/naïve.md": "no trailing newline",
+        "/.hidden/dot.md": "\r\nwindows\r\nline endings\r\n",
+    }
+    for path, content in files.items():
+        assert run(db, "write", path, "--create", input=content.encode()).exit_code == 0
+    out = tmp_path / "export"
+    assert run(db, "export", str(out)).exit_code == 0
+    assert run(db, "export", str(out)).exit_code == 2  # not empty: refused
+    other = f"sqlite:///{tmp_path / 'other.db'}"
+    CliRunner().invoke(cli, ["--db", other, "init"])
+    code, report = run_json(other, "import", str(out))
+    assert code == 0 and report["created"] == 3
+    for path, content in files.items():
+        _, view = run_json(other, "read", path)
+        assert view["content"] == content
+    _, commits = run_json(other, "log")
+    assert commits[0]["source_kind"] == "import"
+    # importing again changes nothing; a changed file needs --overwrite
+    assert run_json(other, "import", str(out))[1]["unchanged"] == 3
+    (out / "org" / "rules.md").write_text("changed\n")
+    assert run(other, "import", str(out)).exit_code == 1
+    assert run_json(other, "import", str(out), "--overwrite")[1]["updated"] == 1
+
+
+def test_missing_database_says_to_init(tmp_path: Path) -> None:
+    result = run(f"sqlite:///{tmp_path / 'none.db'}", "read", "/x.md")
+    assert result.exit_code == 1
+    assert "memdir init" in result.stderr
+    assert not (tmp_path / "none.db").exists()
+
+
+def test_env_and_argument_precedence(tmp_path: Path, db: str) -> None:
+    env = {**os.environ, "MEMDIR_DB": db, "MEMDIR_STORE": "default"}
+    proc = subprocess.run(
+        [*MEMDIR, "write", "/e.md", "--create", "--json"],
+        input=b"env", capture_output=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    proc = subprocess.run(
+        [*MEMDIR, "--store", "nope", "read", "/e.md"],
+        capture_output=True, env=env, cwd=tmp_path, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 5  # the argument beats MEMDIR_STORE
+
+
+COUNTER_SCRIPT = r"""
+import json, subprocess, sys
+memdir, db, n = sys.argv[1:4]
+refused = []
+done = 0
+while done < int(n):
+    read = subprocess.run([*memdir.split(), "--db", db, "read", "/counter.md", "--json"],
+                          capture_output=True, text=True)
+    assert read.returncode == 0, read.stderr
+    view = json.loads(read.stdout)
+    value = int(view["content"]) + 1
+    write = subprocess.run([*memdir.split(), "--db", db, "write", "/counter.md",
+                            "--if-match", view["sha256"], "--json"],
+                           input=str(value), capture_output=True, text=True)
+    if write.returncode == 0:
+        done += 1
+    else:
+        refused.append(write.returncode)
+print(json.dumps(refused))
+"""
+
+
+@pytest.mark.slow
+def test_cli_concurrent_increments_lose_nothing(db: str, tmp_path: Path) -> None:
+    """Two processes x 25 read-modify-write increments through the CLI end at exactly 50."""
+    assert run(db, "write", "/counter.md", "--create", input="0").exit_code == 0
+    script = tmp_path / "counter.py"
+    script.write_text(COUNTER_SCRIPT)
+    memdir = f"{sys.executable} -m memdir.cli"
+    procs = [
+        subprocess.Popen(
+            [sys.executable, str(script), memdir, db, "25"], stdout=subprocess.PIPE, text=True
+        )
+        for _ in range(2)
+    ]
+    refused: list[int] = []
+    for proc in procs:
+        out, _ = proc.communicate(timeout=600)
+        assert proc.returncode == 0
+        refused.extend(json.loads(out))
+    assert run(db, "read", "/counter.md").stdout == "50"
+    assert all(code == 3 for code in refused), refused
+    _, versions = run_json(db, "log", "/counter.md", "--limit", "100")
+    assert len(versions) == 51
