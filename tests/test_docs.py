@@ -48,8 +48,7 @@ def test_architecture_doc_names_every_package() -> None:
     for entry in sorted(src.iterdir()):
         if entry.name.startswith("_") or entry.name == "py.typed":
             continue
-        name = entry.name if entry.is_dir() else entry.name
-        assert name in text, f"docs/architecture.md does not mention {name}"
+        assert entry.name in text, f"docs/architecture.md does not mention {entry.name}"
 
 
 def test_readme_python_snippet_runs(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
