@@ -24,6 +24,7 @@ from memdir.core.model import (
     VersionInfo,
 )
 from memdir.core.paths import normalize_prefix, validate_path
+from memdir.core.regex import required_literals
 from memdir.rows import aware, utcnow, version_info, view
 from memdir.storage.repository import Repository, Row
 from memdir.writer import CommitWriter
@@ -148,8 +149,8 @@ class HistoryMixin(ServiceBase):
                 actor=actor,
                 session=session,
                 prefix=directory,
-                since=since,
-                until=until,
+                since=None if since is None else aware(since).astimezone(dt.UTC),
+                until=None if until is None else aware(until).astimezone(dt.UTC),
                 before_revision=before_revision,
                 limit=limit,
             )
@@ -356,9 +357,12 @@ class HistoryMixin(ServiceBase):
         matches: list[GrepMatch] = []
         with self.db.read() as repo:
             row = self._store_row(repo, store)
-            for head in repo.heads_under(row.id, directory, with_content=True):
-                if regex.search(head.content) is None:
-                    continue
+            literals = required_literals(pattern, ignore_case=ignore_case)
+            if ignore_case:  # databases fold case reliably for ASCII only
+                literals = [lit for lit in literals if lit.isascii()]
+            for head in repo.grep_candidates(row.id, directory, literals, ignore_case):
+                # Every line is searched: a whole-content pre-check would miss line-anchored
+                # patterns (``^x$``) and lines split on characters other than "\n".
                 matches.extend(_grep_file(head.path, head.content, regex, context))
                 if len(matches) >= limit:
                     return matches[:limit]

@@ -5,8 +5,9 @@ normalisation of any kind (line endings, trailing newline, Unicode form): a clie
 it from the bytes it holds, and it is the file's ETag on every surface.
 
 Content is UTF-8 text of at most ``max_bytes`` bytes (100 kB by default, configurable). Lone
-surrogates cannot be encoded and are refused; NUL is allowed only because it is valid UTF-8 —
-screening (a later layer) decides what text is acceptable, not this module.
+surrogates cannot be encoded and are refused, and so is NUL (U+0000): PostgreSQL text cannot
+hold it, and every backend must accept the same content. Beyond that, screening (a later layer)
+decides what text is acceptable, not this module.
 """
 
 from __future__ import annotations
@@ -58,6 +59,13 @@ def check_content(content: str, max_bytes: int) -> int:
             "send UTF-8 text",
             offset=exc.start,
         ) from None
+    nul = content.find("\x00")
+    if nul >= 0:
+        raise InvalidContent(
+            f"content holds a NUL character (U+0000) at character {nul}; memdir stores text, "
+            "remove it or store the data encoded (e.g. base64)",
+            offset=nul,
+        )
     if size > max_bytes:
         raise ContentTooLarge(
             f"content is {size} bytes, over the limit of {max_bytes}; split it into several "

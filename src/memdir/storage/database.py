@@ -26,7 +26,7 @@ from memdir.core.errors import BackendError, InvalidInput
 from memdir.storage.schema import HEAD_REVISION
 
 if TYPE_CHECKING:
-    from collections.abc import Sequence
+    from collections.abc import Iterator, Sequence
 
     from memdir.search.query import Query
     from memdir.storage.repository import Repository
@@ -49,6 +49,15 @@ class Dialect(Protocol):
     def search(
         self, conn: Connection, store_id: int, query: Query, lo: str, hi: str | None, limit: int
     ) -> Sequence[sa.Row[Any]]: ...
+    def grep_candidates(
+        self,
+        conn: Connection,
+        store_id: int,
+        lo: str,
+        hi: str | None,
+        literals: Sequence[str],
+        ignore_case: bool,
+    ) -> Iterator[sa.Row[Any]]: ...
     def insert_ignore(self, table: sa.Table) -> Any: ...
     def backup(self, engine: Engine, destination: Path) -> None: ...
 

@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -88,6 +88,36 @@ class PostgresDialect:
         )
         params.update(store_id=store_id, lo=lo, hi=hi, limit=limit)
         return conn.execute(sa.text(sql), params).all()
+
+    def grep_candidates(
+        self,
+        conn: Connection,
+        store_id: int,
+        lo: str,
+        hi: str | None,
+        literals: Sequence[str],
+        ignore_case: bool,
+    ) -> Iterator[sa.Row[Any]]:
+        """(path, content) of live files in ``[lo, hi)`` containing every literal.
+
+        ``LIKE`` / ``ILIKE`` with escaped literals, served by the ``pg_trgm`` GIN index on
+        ``search_index.body`` when a literal has three or more characters.
+        """
+        where = ["store_id = :store_id"]
+        params: dict[str, Any] = {"store_id": store_id}
+        if hi is not None:
+            where.append("path >= :lo AND path < :hi")
+            params.update(lo=lo, hi=hi)
+        operator = "ILIKE" if ignore_case else "LIKE"
+        for index, literal in enumerate(literals):
+            escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+            where.append(f"body {operator} :lit{index}")
+            params[f"lit{index}"] = f"%{escaped}%"
+        sql = (
+            "SELECT path, body AS content FROM search_index "
+            f"WHERE {' AND '.join(where)} ORDER BY path"
+        )
+        yield from conn.execute(sa.text(sql), params)
 
     def insert_ignore(self, table: sa.Table) -> Any:
         from sqlalchemy.dialects.postgresql import insert

@@ -137,6 +137,15 @@ class Repository:
             query = query.where(heads.c.path >= lo, heads.c.path < hi)
         yield from self.conn.execute(query)
 
+    def grep_candidates(
+        self, store_id: int, directory: str, literals: Sequence[str], ignore_case: bool
+    ) -> Iterator[Row]:
+        """Live files under ``directory`` (path, content) that contain every literal."""
+        lo, hi = descendant_range(directory)
+        yield from self.dialect.grep_candidates(
+            self.conn, store_id, lo, None if directory == "/" else hi, literals, ignore_case
+        )
+
     def insert_head(self, **values: Any) -> None:
         self.conn.execute(sa.insert(heads).values(**values))
 

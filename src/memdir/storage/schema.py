@@ -35,7 +35,7 @@ __all__ = [
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0001"
+HEAD_REVISION = "0002"
 
 metadata = sa.MetaData(
     naming_convention={

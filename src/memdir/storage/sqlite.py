@@ -13,7 +13,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -105,6 +105,36 @@ class SQLiteDialect:
             "ORDER BY bm25(search_fts, 0.5, 1.0) LIMIT ?"
         )
         return conn.exec_driver_sql(sql, (*params, limit)).all()
+
+    def grep_candidates(
+        self,
+        conn: Connection,
+        store_id: int,
+        lo: str,
+        hi: str | None,
+        literals: Sequence[str],
+        ignore_case: bool,
+    ) -> Iterator[sa.Row[Any]]:
+        """(path, content) of live files in ``[lo, hi)`` containing every literal.
+
+        ``instr`` is an exact substring test; with ``ignore_case`` the literals are lowercase
+        ASCII and ``lower()`` (ASCII folding in SQLite) is applied to the content.
+        """
+        where = ["h.store_id = ?"]
+        params: list[Any] = [store_id]
+        if hi is not None:
+            where.append("h.path >= ? AND h.path < ?")
+            params += [lo, hi]
+        haystack = "lower(b.content)" if ignore_case else "b.content"
+        for literal in literals:
+            where.append(f"instr({haystack}, ?) > 0")
+            params.append(literal)
+        sql = (
+            "SELECT h.path, b.content FROM heads h JOIN blobs b "
+            "ON b.store_id = h.store_id AND b.sha256 = h.sha256 "
+            f"WHERE {' AND '.join(where)} ORDER BY h.path"
+        )
+        yield from conn.exec_driver_sql(sql, tuple(params))
 
     # --- misc -----------------------------------------------------------------------------
 
