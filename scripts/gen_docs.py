@@ -49,7 +49,11 @@ def render() -> str:
     parts = [HEADER]
     for path, command in _walk(cli, ["memdir"]):
         ctx = click.Context(
-            command, info_name=" ".join(path), terminal_width=100, max_content_width=100
+            command,
+            info_name=" ".join(path),
+            terminal_width=100,
+            max_content_width=100,
+            help_option_names=["-h", "--help"],  # as the root group's context settings say
         )
         title = " ".join(path)
         parts.append(f"\n## `{title}`\n\n```text\n{command.get_help(ctx)}\n```\n")

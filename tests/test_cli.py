@@ -123,6 +123,8 @@ def test_read_version_lines_and_numbered_view(db: str) -> None:
 
 
 def test_provenance_and_actor_are_recorded(db: str) -> None:
+    assert run(db, "--as", "agent:ci-bot", "read", "/x").exit_code == 5  # not registered
+    assert run(db, "principal", "add", "agent:ci-bot").exit_code == 0
     result = run(
         db, "--as", "agent:ci-bot", "write", "/agents/ci-bot/s.md", "--create",
         "--session", "s-1", "--transcript", "t-9", "--reason", "noticed",
@@ -297,3 +299,60 @@ def test_cli_concurrent_increments_lose_nothing(db: str, tmp_path: Path) -> None
     assert all(code == 3 for code in refused), refused
     _, versions = run_json(db, "log", "/counter.md", "--limit", "100")
     assert len(versions) == 51
+
+
+def test_principals_tokens_and_the_review_queue(db: str, tmp_path: Path) -> None:
+    assert run(db, "principal", "add", "agent:bot", "--project", "acme").exit_code == 0
+    assert run(db, "principal", "add", "user:root", "--group", "admins").exit_code == 0
+    assert run(db, "principal", "add", "agent:bot").exit_code == 1  # exists
+    assert run(db, "write", "/org/rules.md", "--create", input="be kind\n").exit_code == 0
+    code, token = run_json(db, "token", "create", "agent:bot", "--name", "ci")
+    assert code == 0 and token["token"].startswith("mdr_")
+    env = {**os.environ, "MEMDIR_TOKEN": token["token"]}
+    # the token's principal may only propose to /org: exit 6, the proposal id on stdout
+    proc = subprocess.run(
+        [*MEMDIR, "--db", db, "edit", "/org/rules.md", "--old", "kind", "--new", "very kind"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 6, proc.stderr
+    proposal = proc.stdout.strip()
+    assert proposal.startswith("p_") and "review" in proc.stderr
+    # it writes its project directly
+    proc = subprocess.run(
+        [*MEMDIR, "--db", db, "write", "/projects/acme/a.md", "--create"],
+        input="ok", capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    _, listed = run_json(db, "--as", "user:root", "proposals", "list")
+    assert [p["id"] for p in listed] == [proposal]
+    shown = run(db, "--as", "user:root", "proposals", "show", proposal).stdout
+    assert "- kind" in shown and "+ very kind" in shown
+    assert run(db, "--as", "user:root", "proposals", "accept", proposal).exit_code == 0
+    assert run(db, "read", "/org/rules.md").stdout == "be very kind\n"
+    # policy: show, check with a reason, a bad policy refused whole (exit 1, nothing changes)
+    assert "org-read" in run(db, "policy", "show").stdout
+    check = run(db, "policy", "check", "agent:bot", "write", "/org/rules.md")
+    assert check.exit_code == 4 and "no rule grants write" in check.stdout
+    assert run(db, "policy", "check", "agent:bot", "read", "/org/x.md").exit_code == 0
+    assert run(db, "policy", "set", input="version: 1\nrules: [oops\n").exit_code == 1
+    assert "org-read" in run(db, "policy", "show").stdout
+    # revoke: the token stops working (exit 4)
+    assert run(db, "token", "revoke", token["id"]).exit_code == 0
+    proc = subprocess.run(
+        [*MEMDIR, "--db", db, "read", "/org/rules.md"],
+        capture_output=True, text=True, env=env, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 4 and "not valid" in proc.stderr
+
+
+def test_screening_refusal_is_exit_7_and_purge(db: str) -> None:
+    leak = "our key is ghp_" + "a1B2c3D4e5F6g7H8i9J0k1L2m3N4o5P6q7R8" + "\n"
+    code, out = run_json(db, "write", "/org/k.md", "--create", input=leak)
+    assert code == 7 and out["error"]["type"] == "screening_refused"
+    assert "a1B2c3D4e5F6" not in json.dumps(out)
+    run(db, "write", "/users/ana/ssn.md", "--create", input="private\n")
+    assert run(db, "purge", "/users/ana/ssn.md").exit_code == 2  # needs --yes
+    assert run(db, "purge", "/users/ana/ssn.md", "--yes").exit_code == 0
+    assert run(db, "log", "/users/ana/ssn.md").exit_code == 5
+    _, commits = run_json(db, "log")
+    assert commits[0]["reason"] == "purged the whole history of /users/ana/ssn.md"

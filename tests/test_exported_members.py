@@ -9,8 +9,9 @@ EXPECTED = {
     "Database", "Delete", "EditConflict", "Entry", "FileView", "Forbidden", "GrepMatch",
     "IdempotencyMismatch", "Insert", "InvalidContent", "InvalidInput", "InvalidPath",
     "MemdirError", "MemoryService", "NotFound", "OpResult", "Operation", "PathConflict",
-    "PreconditionFailed", "PreconditionRequired", "Principal", "Provenance", "Rename",
-    "SearchHit", "StoreInfo", "StrReplace", "Unauthenticated", "VersionInfo", "Write", "open",
+    "PreconditionFailed", "PreconditionRequired", "Principal", "Proposed", "Provenance", "Rename",
+    "ScreeningRefused", "SearchHit", "StoreInfo", "StrReplace", "TokenScope", "Unauthenticated",
+    "VersionInfo", "Write", "open",
 }  # fmt: skip
 
 

@@ -27,6 +27,8 @@ from memdir.core.errors import (
     PathConflict,
     PreconditionFailed,
     PreconditionRequired,
+    Proposed,
+    ScreeningRefused,
     Unauthenticated,
 )
 from memdir.core.model import (
@@ -46,6 +48,7 @@ from memdir.core.model import (
     SearchHit,
     StoreInfo,
     StrReplace,
+    TokenScope,
     VersionInfo,
     Write,
 )
@@ -80,11 +83,14 @@ __all__ = [
     "PreconditionFailed",
     "PreconditionRequired",
     "Principal",
+    "Proposed",
     "Provenance",
     "Rename",
+    "ScreeningRefused",
     "SearchHit",
     "StoreInfo",
     "StrReplace",
+    "TokenScope",
     "Unauthenticated",
     "VersionInfo",
     "Write",

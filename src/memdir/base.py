@@ -1,24 +1,29 @@
-"""The commit runner and store lookup shared by the service's modules.
+"""The commit runner, store lookup and access shared by the service's modules.
 
 :meth:`ServiceBase._run` is the only way memdir writes: one writer transaction whose first
 statement increments the store's revision counter (taking its lock), then the idempotency
 check, the commit row with its provenance, the operations through a
-:class:`~memdir.writer.CommitWriter`, and the stored result. Any exception rolls the whole
-transaction back, so a commit applies completely or not at all.
+:class:`~memdir.writer.CommitWriter` (which checks the ``write`` right on every path it
+touches), and the stored result. Any exception rolls the whole transaction back, so a commit
+applies completely or not at all.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import uuid
+import secrets
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from memdir.access import Access, PolicyCache
 from memdir.core.content import DEFAULT_MAX_BYTES
 from memdir.core.errors import Forbidden, IdempotencyMismatch, InvalidInput, NotFound
-from memdir.core.model import CommitResult, OpResult, Principal, Provenance
+from memdir.core.frontmatter import parse_frontmatter
+from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
+from memdir.core.policy import Policy
 from memdir.rows import utcnow
+from memdir.screening import Screen, Screened, screen_operations
 from memdir.storage.database import Database
 from memdir.storage.repository import Repository, Row
 from memdir.writer import CommitWriter
@@ -40,9 +45,61 @@ class ServiceBase:
     per-request state and is safe to share between threads.
     """
 
-    def __init__(self, database: Database, *, max_file_bytes: int = DEFAULT_MAX_BYTES) -> None:
+    def __init__(
+        self,
+        database: Database,
+        *,
+        max_file_bytes: int = DEFAULT_MAX_BYTES,
+        screen: Screen | None = None,
+    ) -> None:
         self.db = database
         self.max_file_bytes = max_file_bytes
+        self._policies = PolicyCache()
+        if screen is None:
+            from memdir.guard import screen as default_screen
+
+            screen = default_screen
+        self._screen = screen
+
+    def _access(self, repo: Repository, store_id: int, principal: Principal) -> Access:
+        """The principal's rights in a store (the owner skips loading the policy)."""
+        if principal.is_owner:
+            return Access(principal, None)
+        return Access(principal, self._policies.get(repo, store_id))
+
+    def _policy(self, repo: Repository, store_id: int) -> Policy:
+        return self._policies.get(repo, store_id).policy
+
+    def _screen_ops(
+        self, operations: Sequence[Operation], provenance: Provenance | None
+    ) -> list[Screened]:
+        return screen_operations(operations, provenance, self._screen)
+
+    @staticmethod
+    def _protected(repo: Repository, store_id: int, access: Access, path: str) -> bool:
+        """A live file whose frontmatter says ``protected: true``, for a non-admin caller."""
+        head = repo.head(store_id, path)
+        if head is None or access.allowed("admin", path):
+            return False
+        content = repo.blob(store_id, head.sha256) or ""
+        return content.startswith("---") and parse_frontmatter(content).protected
+
+    @staticmethod
+    def _writable_store(row: Row) -> None:
+        if row.archived_at is not None:
+            raise Forbidden(
+                f"store {row.name!r} is archived and read-only for good; write to another store",
+                store=row.name,
+            )
+
+    def _require_admin(self, principal: Principal) -> None:
+        """Database-wide administration: the owner or a member of the ``admins`` group."""
+        if not (principal.is_owner or "admins" in principal.groups):
+            raise Forbidden(
+                f"{principal.id} may not manage principals, tokens or stores; ask a member of "
+                "the 'admins' group",
+                principal=principal.id,
+            )
 
     def _store_row(self, repo: Repository, name: str) -> Row:
         row = repo.store(name)
@@ -61,25 +118,34 @@ class ServiceBase:
         provenance: Provenance | None,
         request: Any,
         apply: Callable[[CommitWriter], Sequence[OpResult]],
+        *,
+        proposal_id: str | None = None,
     ) -> CommitResult:
-        """Run ``apply`` as one commit: lock the store, check idempotency, record provenance."""
+        """Run ``apply`` as one commit: lock the store, check idempotency, record provenance.
+
+        ``proposal_id`` links the commit to the proposal it applies.
+        """
         provenance = provenance or Provenance()
         request_hash = _request_hash(request)
         try:
             with self.db.write() as repo:
                 row = self._store_row(repo, store)
-                if row.archived_at is not None:
-                    raise Forbidden(
-                        f"store {store!r} is archived and read-only for good; write to "
-                        "another store",
-                        store=store,
-                    )
+                self._writable_store(row)
                 revision = repo.bump_revision(row.id)  # takes the store's write lock
                 key = provenance.idempotency_key
                 if key is not None:
                     self._check_replay(repo, row.id, principal, key, request_hash)
                 now = utcnow()
-                commit_id = uuid.uuid4().hex
+                commit_id = new_commit_id()
+                access = self._access(repo, row.id, principal)
+                writer = CommitWriter(
+                    repo, row.id, commit_id, revision, now, self.max_file_bytes, access
+                )
+                results = tuple(apply(writer))
+                if not results:
+                    raise InvalidInput("nothing to commit: the change leaves every file as it is")
+                result = CommitResult(commit_id, revision, results, now)
+                # The commit row goes in complete (with its result), then its versions.
                 repo.insert_commit(
                     id=commit_id,
                     store_id=row.id,
@@ -92,13 +158,11 @@ class ServiceBase:
                     source_kind=provenance.source_kind,
                     idempotency_key=key,
                     request_hash=request_hash if key is not None else None,
+                    result=json.dumps(result.to_dict()),
+                    proposal_id=proposal_id,
                 )
-                writer = CommitWriter(repo, row.id, commit_id, revision, now, self.max_file_bytes)
-                results = tuple(apply(writer))
-                if not results:
-                    raise InvalidInput("nothing to commit: the change leaves every file as it is")
-                result = CommitResult(commit_id, revision, results, now)
-                repo.set_commit_result(commit_id, json.dumps(result.to_dict()))
+                if writer.pending:
+                    repo.insert_versions(writer.pending)
                 return result
         except _Replay as replay:
             return replay.result
@@ -119,6 +183,17 @@ class ServiceBase:
         raise _Replay(CommitResult.from_dict(json.loads(previous.result), replayed=True))
 
 
+def new_commit_id() -> str:
+    """32 random hex characters, unique across servers.
+
+    Random rather than time-ordered so that, as with git, a short prefix (6-12 characters)
+    names one commit: time-ordered ids made commits of the same second share long prefixes.
+    """
+    return secrets.token_hex(16)
+
+
 def _request_hash(request: Any) -> str:
     payload = json.dumps(request, sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(payload.encode("utf-8")).hexdigest()
+    # surrogatepass: a lone surrogate must reach validation and be refused there as invalid
+    # input, not fail here while hashing the request.
+    return hashlib.sha256(payload.encode("utf-8", "surrogatepass")).hexdigest()

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
+from memdir.access import Access, missing
 from memdir.base import ServiceBase
 from memdir.core.edits import unified_diff
 from memdir.core.errors import Conflict, InvalidInput, NotFound
@@ -95,11 +96,7 @@ class HistoryMixin(ServiceBase):
         if version is None:
             head = repo.head(store_id, path)
             if head is None:
-                raise NotFound(
-                    f"{path} does not exist; list files with `memdir ls` or search with "
-                    "`memdir search`",
-                    path=path,
-                )
+                raise missing(path)
             content = repo.blob(store_id, head.sha256)
             return view(head, content or "")
         row = self._version_row(repo, store_id, path, version)
@@ -124,8 +121,13 @@ class HistoryMixin(ServiceBase):
         validate_path(path)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
-            file_id = self._file_id(repo, row.id, path)
-            return [version_info(v) for v in repo.file_versions(file_id, limit)]
+            access = self._access(repo, row.id, principal)
+            access.require_read(path)
+            try:
+                file_id = self._file_id(repo, row.id, path)
+            except NotFound:
+                raise missing(path) from None
+            return _visible(access, [version_info(v) for v in repo.file_versions(file_id, limit)])
 
     def history(
         self,
@@ -154,9 +156,13 @@ class HistoryMixin(ServiceBase):
                 before_revision=before_revision,
                 limit=limit,
             )
+            access = self._access(repo, row.id, principal)
             changes: dict[str, list[VersionInfo]] = {}
             for v in repo.commit_versions([c.id for c in rows]):
                 changes.setdefault(v.commit_id, []).append(version_info(v))
+        if access.policy is not None:  # keep only what the caller may read
+            changes = {k: _visible(access, v) for k, v in changes.items()}
+            rows = [c for c in rows if changes.get(c.id)]
         return [
             CommitInfo(
                 id=c.id,
@@ -168,6 +174,7 @@ class HistoryMixin(ServiceBase):
                 reason=c.reason,
                 source_kind=c.source_kind,
                 changes=tuple(changes.get(c.id, ())),
+                proposal=c.proposal_id,
             )
             for c in rows
         ]
@@ -179,8 +186,12 @@ class HistoryMixin(ServiceBase):
         validate_path(path)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
+            access.require_read(path)
             old = self._read(repo, row.id, path, a)
             new = self._read(repo, row.id, path, b)
+            if not (access.can_read(old.path) and access.can_read(new.path)):
+                raise missing(path)
         return unified_diff(
             old.content,
             new.content,
@@ -206,6 +217,7 @@ class HistoryMixin(ServiceBase):
         validate_path(path)
 
         def apply(writer: CommitWriter) -> list[OpResult]:
+            writer.access.require_read(path)
             target = self._version_row(writer.repo, writer.store_id, path, to_version)
             content = self._version_content(writer.repo, writer.store_id, target)
             file_id = int(target.file_id)
@@ -281,8 +293,8 @@ class HistoryMixin(ServiceBase):
         """Bring file ``file_id`` to ``content`` at ``path``: re-create, move and/or modify."""
         head = writer.repo.head_by_file(file_id)
         if head is None:
-            last = writer.repo.file_versions(file_id, limit=1)[0]
-            return [writer.create(path, content, "revert", file_id=file_id, number=last.number + 1)]
+            number = writer.latest_number(file_id) + 1
+            return [writer.create(path, content, "revert", file_id=file_id, number=number)]
         results: list[OpResult] = []
         if head.path != path:
             results.append(writer.move(head, path, "revert"))
@@ -312,6 +324,7 @@ class HistoryMixin(ServiceBase):
         validate_path(path)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
+            self._access(repo, row.id, principal).require("admin", path)
             target = self._version_row(repo, row.id, path, version)
             if target.sha256 is None:
                 what = "already redacted" if target.redacted_at else "a deletion, with no content"
@@ -360,13 +373,30 @@ class HistoryMixin(ServiceBase):
             literals = required_literals(pattern, ignore_case=ignore_case)
             if ignore_case:  # databases fold case reliably for ASCII only
                 literals = [lit for lit in literals if lit.isascii()]
+            access = self._access(repo, row.id, principal)
             for head in repo.grep_candidates(row.id, directory, literals, ignore_case):
+                if not access.can_read(head.path):
+                    continue
                 # Every line is searched: a whole-content pre-check would miss line-anchored
                 # patterns (``^x$``) and lines split on characters other than "\n".
                 matches.extend(_grep_file(head.path, head.content, regex, context))
                 if len(matches) >= limit:
                     return matches[:limit]
         return matches
+
+
+def _visible(access: Access, versions: list[VersionInfo]) -> list[VersionInfo]:
+    """Versions at readable paths, with unreadable rename origins hidden."""
+    if access.policy is None:
+        return versions
+    out = []
+    for v in versions:
+        if not access.can_read(v.path):
+            continue
+        if v.old_path is not None and not access.can_read(v.old_path):
+            v = replace(v, old_path=None)
+        out.append(v)
+    return out
 
 
 def _grep_file(path: str, content: str, regex: re.Pattern[str], context: int) -> list[GrepMatch]:

@@ -14,9 +14,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from dataclasses import asdict
+from typing import Any
 
+from memdir.access import Access, missing
 from memdir.core.edits import line_slice
-from memdir.core.errors import Conflict, InvalidInput, NotFound
+from memdir.core.errors import Conflict, InvalidInput, NotFound, Proposed
 from memdir.core.globs import compile_glob, literal_prefix
 from memdir.core.model import (
     CommitResult,
@@ -25,6 +27,7 @@ from memdir.core.model import (
     FileView,
     Insert,
     Operation,
+    OpResult,
     Principal,
     Provenance,
     Rename,
@@ -35,14 +38,29 @@ from memdir.core.model import (
     validate_store_name,
 )
 from memdir.core.paths import normalize_prefix, validate_path
+from memdir.core.policy import POLICY_PATH
+from memdir.governance import GovernanceMixin
 from memdir.history import HistoryMixin
+from memdir.principals import PrincipalsMixin
+from memdir.proposals import ProposalsMixin, operation_paths
 from memdir.rows import aware, entry, utcnow, view
+from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
+from memdir.writer import CommitWriter
 
 __all__ = ["MemoryService"]
 
 
-class MemoryService(HistoryMixin):
+class _NeedsReview(Exception):
+    """Internal: the change must become a proposal (leaves the commit transaction)."""
+
+    def __init__(self, origin: str, reason: str, findings: Sequence[dict[str, Any]]) -> None:
+        self.origin = origin
+        self.reason = reason
+        self.findings = list(findings)
+
+
+class MemoryService(HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMixin):
     """Store operations over one database, for any principal.
 
     Construct with ``MemoryService(Database(url), max_file_bytes=...)``; see
@@ -52,6 +70,7 @@ class MemoryService(HistoryMixin):
     # --- stores ---------------------------------------------------------------------------
 
     def create_store(self, principal: Principal, name: str, *, exist_ok: bool = False) -> StoreInfo:
+        self._require_admin(principal)
         validate_store_name(name)
         with self.db.write() as repo:
             if repo.store(name) is not None:
@@ -71,6 +90,7 @@ class MemoryService(HistoryMixin):
 
     def archive_store(self, principal: Principal, name: str) -> StoreInfo:
         """Make a store read-only for good (there is no unarchive)."""
+        self._require_admin(principal)
         with self.db.write() as repo:
             row = self._store_row(repo, name)
             if row.archived_at is None:
@@ -78,7 +98,8 @@ class MemoryService(HistoryMixin):
             return self._store_info(repo, name)
 
     def delete_store(self, principal: Principal, name: str) -> None:
-        """Delete a store and everything in it: files, versions, commits."""
+        """Delete a store and everything in it: files, versions, commits, proposals."""
+        self._require_admin(principal)
         with self.db.write() as repo:
             repo.delete_store(self._store_row(repo, name).id)
 
@@ -120,9 +141,72 @@ class MemoryService(HistoryMixin):
         if not operations:
             raise InvalidInput("a commit needs at least one operation")
         request = ["commit", [asdict(op) for op in operations]]
-        return self._run(
-            principal, store, provenance, request, lambda w: [w.apply(op) for op in operations]
-        )
+        found = self._screen_ops(operations, provenance)
+
+        def apply(writer: CommitWriter) -> list[OpResult]:
+            screened = verdict(found, self._policy(writer.repo, writer.store_id)) if found else None
+            findings = list(screened.findings) if screened else []
+            reason = self._review_reason(writer, operations)
+            if reason is not None:
+                raise _NeedsReview("agent", reason, findings)
+            if screened is not None and screened.quarantine:
+                first = next(f for f in findings if f["action"] == "quarantine")
+                why = f"write screening quarantined it ({first['rule']}: {first['reason']})"
+                raise _NeedsReview("quarantine", why, findings)
+            if screened is not None:
+                writer.findings = screened.allowed_by_path()
+            return [writer.apply(op) for op in operations]
+
+        try:
+            return self._run(principal, store, provenance, request, apply)
+        except _NeedsReview as review:
+            pid = self._queue(principal, store, operations, provenance, review)
+            raise Proposed(
+                f"not applied: {review.reason}; it waits for review as proposal {pid} "
+                f"(`memdir proposals show {pid}`)",
+                proposal=pid,
+                reason=review.reason,
+                findings=review.findings,
+            ) from None
+
+    def _review_reason(self, writer: CommitWriter, operations: Sequence[Operation]) -> str | None:
+        """Why these operations need review (propose-only rights, protected files), or None.
+
+        Raises NotFound / Forbidden for a path the principal may neither write nor propose to.
+        """
+        access = writer.access
+        if access.policy is None:
+            return None  # the database owner
+        reason = None
+        for op in operations:
+            for path in operation_paths(op):
+                if access.allowed("write", path):
+                    if reason is None and self._protected(
+                        writer.repo, writer.store_id, access, path
+                    ):
+                        reason = f"{path} is protected: changes to it need review"
+                elif access.allowed("propose", path):
+                    reason = reason or f"{access.principal.id} may only propose changes to {path}"
+                else:
+                    access.require("write", path)
+        return reason
+
+    def _queue(
+        self,
+        principal: Principal,
+        store: str,
+        operations: Sequence[Operation],
+        provenance: Provenance | None,
+        review: _NeedsReview,
+    ) -> str:
+        """Record a change that needs review as a proposal (no store revision is taken)."""
+        with self.db.write() as repo:
+            row = self._store_row(repo, store)
+            self._writable_store(row)
+            return self._insert_proposal(
+                repo, row.id, principal, operations, origin=review.origin,
+                findings=review.findings or None, provenance=provenance,
+            )  # fmt: skip
 
     def write(
         self,
@@ -192,6 +276,8 @@ class MemoryService(HistoryMixin):
         return self.commit(principal, store, [op], provenance)
 
     # --- reads ----------------------------------------------------------------------------
+    # Every read filters by the caller's read right; what it may not read is reported exactly
+    # as what does not exist (no leaks through counts, snippets or errors).
 
     def read(
         self,
@@ -204,39 +290,83 @@ class MemoryService(HistoryMixin):
     ) -> FileView:
         """A file at its current version, or at ``version``; ``lines`` = (first, last|None)."""
         validate_path(path)
-        with self.db.read() as repo:
-            row = self._store_row(repo, store)
-            found = self._read(repo, row.id, path, version)
+        if version is None:
+            found = self._read_current(principal, store, path)
+        else:
+            with self.db.read() as repo:
+                row = self._store_row(repo, store)
+                access = self._access(repo, row.id, principal)
+                access.require_read(path)
+                found = self._read(repo, row.id, path, version)
+                if found.path != path and not access.can_read(found.path):
+                    raise missing(path)
         if lines is not None:
             content = line_slice(found.content, lines[0], lines[1])
             found = FileView(**{**asdict(found), "content": content})
         return found
 
+    def _read_current(self, principal: Principal, store: str, path: str) -> FileView:
+        """The hot path: one statement for store, file and policy (see Database.read_current)."""
+        row = self.db.read_current(store, path, POLICY_PATH)
+        if row is None:
+            with self.db.read() as repo:
+                self._store_row(repo, store)  # raises the unknown-store error
+            raise missing(path)
+        store_id, _archived, policy_sha = row[0], row[1], row[2]
+        if not principal.is_owner:
+            policy = self._policies.get_by_sha(
+                policy_sha, lambda: self._load_blob(store_id, policy_sha or "")
+            )
+            Access(principal, policy).require_read(path)
+        if row[3] is None:
+            raise missing(path)
+        decode = self.db.dialect.decode_time
+        return FileView(
+            path=row[3],
+            content=row[10],
+            sha256=row[6],
+            version=row[5],
+            size=row[7],
+            file_id=row[4],
+            revision=row[8],
+            updated_at=aware(decode(row[9])),
+        )
+
+    def _load_blob(self, store_id: int, sha256: str) -> str:
+        with self.db.read() as repo:
+            return repo.blob(store_id, sha256) or ""
+
     def iter_files(self, principal: Principal, store: str, prefix: str = "/") -> Iterator[FileView]:
-        """Every live file under ``prefix`` with its content, in path order, one snapshot."""
+        """Every readable live file under ``prefix`` with its content, in path order."""
         directory = normalize_prefix(prefix)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
             for head in repo.heads_under(row.id, directory, with_content=True):
-                yield view(head, head.content)
+                if access.can_read(head.path):
+                    yield view(head, head.content)
 
     def ls(
         self, principal: Principal, store: str, prefix: str = "/", *, depth: int | None = 1
     ) -> list[Entry]:
-        """The tree under ``prefix``: files, and directories summarised by file count.
+        """The readable tree under ``prefix``: files, and directories with their file count.
 
         ``depth`` 1 lists the immediate children; None lists every file recursively.
         """
         directory = normalize_prefix(prefix)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
             if directory != "/":
                 single = repo.head(row.id, directory)
-                if single is not None:
+                if single is not None and access.can_read(directory):
                     return [entry(single)]
-            entries = self._tree(repo.heads_under(row.id, directory), directory, depth)
+            readable = (h for h in repo.heads_under(row.id, directory) if access.can_read(h.path))
+            entries = self._tree(readable, directory, depth)
         if not entries and directory != "/":
-            raise NotFound(f"{directory} does not exist; list the parent with `memdir ls`")
+            raise NotFound(
+                f"{directory} does not exist; list the parent with `memdir ls`", path=directory
+            )
         return entries
 
     @staticmethod
@@ -255,17 +385,27 @@ class MemoryService(HistoryMixin):
         return sorted(out, key=lambda e: e.path)
 
     def glob(self, principal: Principal, store: str, pattern: str) -> list[str]:
-        """Paths of live files matching a glob (``*``, ``?``, ``[...]``, ``**`` for any depth)."""
+        """Readable live files matching a glob (``*``, ``?``, ``[...]``, ``**`` for any depth)."""
         regex = compile_glob(pattern)
         start = literal_prefix(pattern)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
-            return [h.path for h in repo.heads_under(row.id, start) if regex.match(h.path)]
+            access = self._access(repo, row.id, principal)
+            return [
+                h.path
+                for h in repo.heads_under(row.id, start)
+                if regex.match(h.path) and access.can_read(h.path)
+            ]
 
     def search(
         self, principal: Principal, store: str, query: str, *, prefix: str = "/", limit: int = 10
     ) -> list[SearchHit]:
-        """Ranked full-text search over current content (any-term, stemmed, BM25)."""
+        """Ranked full-text search over readable current content (any-term, stemmed, BM25).
+
+        Ranking happens in the database over every file; unreadable hits are dropped after
+        ranking and the query is re-run with a larger window until ``limit`` readable hits are
+        found or the matches run out, so results never depend on what the caller cannot see.
+        """
         from memdir.search.query import parse_query
 
         directory = normalize_prefix(prefix)
@@ -274,7 +414,14 @@ class MemoryService(HistoryMixin):
         parsed = parse_query(query)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
-            rows = repo.search(row.id, parsed, directory, limit)
+            access = self._access(repo, row.id, principal)
+            window = limit
+            while True:
+                rows = repo.search(row.id, parsed, directory, window)
+                hits = [r for r in rows if access.can_read(r.path)]
+                if len(hits) >= limit or len(rows) < window:
+                    break
+                window *= 4
         return [
             SearchHit(
                 path=r.path,
@@ -283,5 +430,5 @@ class MemoryService(HistoryMixin):
                 sha256=r.sha256,
                 version=r.version,
             )
-            for r in rows
+            for r in hits[:limit]
         ]

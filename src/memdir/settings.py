@@ -25,21 +25,31 @@ ENV_VARS = {
     "MEMDIR_DB": "db",
     "MEMDIR_STORE": "store",
     "MEMDIR_MAX_FILE_BYTES": "max_file_bytes",
+    "MEMDIR_TOKEN": "token",
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, repr=False)
 class Settings:
     """Where and how memdir runs.
 
     ``db``: database URL (``sqlite:///PATH`` or ``postgresql://...``).
     ``store``: the store commands act on when none is named.
     ``max_file_bytes``: the largest content accepted, in UTF-8 bytes.
+    ``token``: a bearer token identifying the principal that acts (never logged).
     """
 
     db: str = DEFAULT_DB
     store: str = "default"
     max_file_bytes: int = DEFAULT_MAX_BYTES
+    token: str | None = None
+
+    def __repr__(self) -> str:  # keep the token out of logs and tracebacks
+        token = "***" if self.token else None
+        return (
+            f"Settings(db={self.db!r}, store={self.store!r}, "
+            f"max_file_bytes={self.max_file_bytes}, token={token})"
+        )
 
     @classmethod
     def load(

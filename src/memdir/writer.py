@@ -11,18 +11,23 @@ Invariants it keeps:
 - a path is a file or a directory, never both (checked against ancestors and descendants);
 - a file's version numbers are 1, 2, 3, ... and continue across renames and re-creation;
 - every version row names the commit, and so the store revision, that made it;
-- the search index holds exactly the live files, with their current path and content.
+- the search index holds exactly the live files, with their current path and content;
+- every primitive that changes a path first checks the principal's ``write`` right on it, so
+  no operation — rename and revert included — can move content into or out of a scope the
+  caller may not write;
+- the policy file (``/.memdir/policy.yaml``) only ever holds a valid policy.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
+from memdir.access import missing
 from memdir.core.content import check_content, sha256_hex
 from memdir.core.edits import apply_insert, apply_str_replace, check_precondition
-from memdir.core.errors import Conflict, NotFound, PathConflict, PreconditionFailed
+from memdir.core.errors import Conflict, PathConflict, PreconditionFailed
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import (
     Delete,
@@ -33,7 +38,11 @@ from memdir.core.model import (
     Write,
 )
 from memdir.core.paths import ancestors, validate_path
+from memdir.core.policy import POLICY_PATH, parse_policy
 from memdir.storage.repository import Repository, Row
+
+if TYPE_CHECKING:
+    from memdir.access import Access
 
 __all__ = ["CommitWriter"]
 
@@ -48,6 +57,20 @@ class CommitWriter:
     revision: int
     now: dt.datetime
     max_bytes: int
+    access: Access
+    #: screening findings allowed by policy, recorded on the versions of these paths
+    findings: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
+    #: version rows of this commit, written after the commit row (see ServiceBase._run)
+    pending: list[dict[str, Any]] = field(default_factory=list)
+    #: the newest version number given to each file in this commit
+    last_number: dict[int, int] = field(default_factory=dict)
+
+    def latest_number(self, file_id: int) -> int:
+        """A file's newest version number, counting versions this commit has not written yet."""
+        if file_id in self.last_number:
+            return self.last_number[file_id]
+        rows = self.repo.file_versions(file_id, limit=1)
+        return int(rows[0].number) if rows else 0
 
     # --- operations -----------------------------------------------------------------------
 
@@ -69,6 +92,7 @@ class CommitWriter:
 
     def _write(self, op: Write) -> OpResult:
         validate_path(op.path)
+        self.access.require("write", op.path)  # before any state is looked at or reported
         head = self.repo.head(self.store_id, op.path)
         check_precondition(
             op.path,
@@ -83,12 +107,10 @@ class CommitWriter:
 
     def _existing(self, path: str, if_match: str | None) -> Row:
         validate_path(path)
+        self.access.require("write", path)  # before any state is looked at or reported
         head = self.repo.head(self.store_id, path)
         if head is None:
-            raise NotFound(
-                f"{path} does not exist; check the path with `memdir ls` or create it first",
-                path=path,
-            )
+            raise missing(path)
         check_precondition(
             path, head.sha256, if_match=if_match, if_absent=False, full_overwrite=False
         )
@@ -105,6 +127,7 @@ class CommitWriter:
     def check_free(self, path: str) -> None:
         """Refuse to put a file at ``path`` if it is taken or would break the file/dir rule."""
         validate_path(path)
+        self.access.require("write", path)
         if self.repo.head(self.store_id, path) is not None:
             raise PathConflict(f"{path} already exists; choose another path", path=path)
         blocker = self.repo.first_file_among(self.store_id, ancestors(path))
@@ -126,6 +149,8 @@ class CommitWriter:
         size = check_content(content, self.max_bytes)
         if content.startswith("---"):
             parse_frontmatter(content)
+        if path == POLICY_PATH:
+            parse_policy(content)  # a malformed policy is refused whole; the old one stays
         sha = sha256_hex(content)
         self.repo.put_blob(self.store_id, sha, content, size)
         return sha, size
@@ -141,18 +166,22 @@ class CommitWriter:
         op: str,
         old_path: str | None = None,
     ) -> OpResult:
-        self.repo.insert_version(
-            store_id=self.store_id,
-            file_id=file_id,
-            number=number,
-            commit_id=self.commit_id,
-            revision=self.revision,
-            operation=operation,
-            path=path,
-            old_path=old_path,
-            sha256=sha,
-            size=size,
+        self.pending.append(
+            dict(
+                store_id=self.store_id,
+                file_id=file_id,
+                number=number,
+                commit_id=self.commit_id,
+                revision=self.revision,
+                operation=operation,
+                path=path,
+                old_path=old_path,
+                sha256=sha,
+                size=size,
+                findings=self.findings.get(path) or None,
+            )
         )
+        self.last_number[file_id] = number
         return OpResult(
             op=op,
             path=path,
@@ -187,11 +216,12 @@ class CommitWriter:
             file_id=file_id,
             **self._head_values(number, sha, size),
         )
-        self.repo.index_file(file_id, path, content)
+        self.repo.index_file(file_id, path, content, new=True)
         return self._version(file_id, number, "created", path, sha, size, op)
 
     def modify(self, head: Row, content: str, op: str) -> OpResult:
         """Replace a live file's content, compare-and-swap on the sha256 just read."""
+        self.access.require("write", head.path)
         sha, size = self._prepare(head.path, content)
         number = head.version + 1
         values = self._head_values(number, sha, size)
@@ -201,6 +231,7 @@ class CommitWriter:
         return self._version(head.file_id, number, "modified", head.path, sha, size, op)
 
     def delete(self, head: Row, op: str) -> OpResult:
+        self.access.require("write", head.path)
         if not self.repo.delete_head(self.store_id, head.path, head.sha256):
             raise self._lost_race(head.path)
         self.repo.unindex_file(head.file_id)
@@ -208,6 +239,8 @@ class CommitWriter:
 
     def move(self, head: Row, new_path: str, op: str) -> OpResult:
         validate_path(new_path)
+        self.access.require("write", head.path)
+        self.access.require("write", new_path)
         if new_path == head.path:
             raise PathConflict(f"cannot rename {head.path} onto itself", path=head.path)
         if self.repo.head(self.store_id, new_path) is not None:

@@ -30,16 +30,39 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 @dataclass
 class App:
-    """Per-invocation state: settings, the acting principal, output mode, the service."""
+    """Per-invocation state: settings, who acts, output mode, the service.
+
+    The acting principal is resolved on first use: ``--as ID`` names a registered principal
+    (the local CLI has direct database access, so it may act as anyone); otherwise a token in
+    ``MEMDIR_TOKEN`` authenticates one; otherwise the CLI acts as the database owner.
+    """
 
     settings: Settings
-    principal: Principal
+    as_principal: str | None = None
     as_json: bool = False
     _service: MemoryService | None = field(default=None, repr=False)
+    _principal: Principal | None = field(default=None, repr=False)
 
     @property
     def store(self) -> str:
         return self.settings.store
+
+    @property
+    def principal(self) -> Principal:
+        if self._principal is None:
+            from memdir.core.model import OWNER
+
+            if self.as_principal is not None and self.settings.token:
+                from memdir.core.errors import InvalidInput
+
+                raise InvalidInput("give either --as or MEMDIR_TOKEN, not both")
+            if self.as_principal is not None:
+                self._principal = self.service().resolve(self.as_principal)
+            elif self.settings.token:
+                self._principal = self.service().authenticate(self.settings.token)
+            else:
+                self._principal = OWNER
+        return self._principal
 
     def service(self, *, create: bool = False) -> MemoryService:
         """Open the database (creating and migrating it when ``create``) and the service."""

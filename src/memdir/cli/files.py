@@ -13,7 +13,7 @@ from memdir.cli.output import emit
 from memdir.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memdir.core.model import CommitResult
+    from memdir.core.model import CommitResult, Operation
 
 if_match_option = click.option(
     "--if-match",
@@ -37,7 +37,7 @@ def _parse_lines(value: str | None) -> tuple[int, int | None] | None:
         ) from None
 
 
-def _report(app: App, result: CommitResult) -> None:
+def report(app: App, result: CommitResult) -> None:
     """Print a commit's result: ``path sha256 version revision commit`` per operation."""
     if app.as_json:
         first = result.results[0]
@@ -63,6 +63,21 @@ def _report(app: App, result: CommitResult) -> None:
     note = " (replayed: this key was already applied)" if result.replayed else ""
     lines.append(f"revision {result.revision} commit {result.commit[:12]}{note}")
     emit(False, None, "\n".join(lines))
+
+
+def parse_operations(text: str) -> list[Operation]:
+    """A JSON list of operation objects (see `memdir commit --help`)."""
+    from memdir.core.model import operation_from_dict
+
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise InvalidInput(
+            f"operations are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
+        ) from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
+        raise InvalidInput("operations must be a JSON list of objects with an 'op' field")
+    return [operation_from_dict(d) for d in data]
 
 
 @verb(cli, "read")
@@ -110,7 +125,7 @@ def write(
         if_absent=create,
         provenance=make_provenance(prov),
     )
-    _report(app, result)
+    report(app, result)
 
 
 @verb(cli, "edit")
@@ -125,7 +140,7 @@ def edit(app: App, path: str, old: str, new: str, if_match: str | None, **prov: 
         app.principal, app.store, path, old, new, if_match=if_match,
         provenance=make_provenance(prov),
     )  # fmt: skip
-    _report(app, result)
+    report(app, result)
 
 
 @verb(cli, "insert")
@@ -140,7 +155,7 @@ def insert(app: App, path: str, line: int, text: str, if_match: str | None, **pr
         app.principal, app.store, path, line, text, if_match=if_match,
         provenance=make_provenance(prov),
     )  # fmt: skip
-    _report(app, result)
+    report(app, result)
 
 
 @verb(cli, "rm")
@@ -152,7 +167,7 @@ def rm(app: App, path: str, if_match: str | None, **prov: Any) -> None:
     result = app.service().delete(
         app.principal, app.store, path, if_match=if_match, provenance=make_provenance(prov)
     )
-    _report(app, result)
+    report(app, result)
 
 
 @verb(cli, "mv")
@@ -166,7 +181,7 @@ def mv(app: App, path: str, new_path: str, if_match: str | None, **prov: Any) ->
         app.principal, app.store, path, new_path, if_match=if_match,
         provenance=make_provenance(prov),
     )  # fmt: skip
-    _report(app, result)
+    report(app, result)
 
 
 @verb(cli, "commit")
@@ -180,17 +195,6 @@ def commit(app: App, ops_file: str, **prov: Any) -> None:
     [{"op": "create", "path": "/a.md", "content": "hi"},
     {"op": "str_replace", "path": "/b.md", "old": "x", "new": "y", "if_match": "SHA"}].
     """
-    from memdir.core.model import operation_from_dict
-
-    text = read_content(ops_file)
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise InvalidInput(
-            f"operations are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
-        ) from None
-    if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
-        raise InvalidInput("operations must be a JSON list of objects with an 'op' field")
-    operations = [operation_from_dict(d) for d in data]
+    operations = parse_operations(read_content(ops_file))
     result = app.service().commit(app.principal, app.store, operations, make_provenance(prov))
-    _report(app, result)
+    report(app, result)

@@ -30,7 +30,8 @@ __all__ = ["main"]
     "--as",
     "as_principal",
     metavar="PRINCIPAL",
-    help="Act as agent:NAME, user:NAME or service:NAME (default: the database owner).",
+    help="Act as this registered principal (default: the principal of MEMDIR_TOKEN, else "
+    "the database owner).",
 )
 @click.version_option(package_name="memdir", prog_name="memdir")
 @click.pass_context
@@ -44,19 +45,27 @@ def cli(ctx: click.Context, db: str | None, store: str | None, as_principal: str
     Exit codes: 0 ok, 1 error, 2 usage or invalid input, 3 precondition failed/required,
     4 forbidden, 5 not found, 6 accepted as a proposal, 7 refused by screening.
     """
-    from memdir.core.model import OWNER, Principal
+    from memdir.core.model import Principal
     from memdir.settings import Settings
 
     try:
         settings = Settings.load({"db": db, "store": store})
-        principal = OWNER if as_principal is None else Principal.parse(as_principal)
+        if as_principal is not None:
+            Principal.parse(as_principal)
     except MemdirError as error:
         sys.exit(fail(False, error))
-    ctx.obj = App(settings=settings, principal=principal)
+    ctx.obj = App(settings=settings, as_principal=as_principal)
 
 
 def _register() -> None:
-    from memdir.cli import admin, browse, files, past  # noqa: F401  (verbs register on import)
+    from memdir.cli import (  # noqa: F401  (verbs register on import)
+        admin,
+        browse,
+        files,
+        governance,
+        past,
+        review,
+    )
 
 
 _register()

@@ -29,6 +29,8 @@ EXIT_CODES: tuple[tuple[type[errors.MemdirError], int], ...] = (
     (errors.Forbidden, 4),
     (errors.Unauthenticated, 4),
     (errors.NotFound, 5),
+    (errors.Proposed, 6),
+    (errors.ScreeningRefused, 7),
     (errors.MemdirError, 1),
 )
 
@@ -66,5 +68,7 @@ def fail(as_json: bool, error: errors.MemdirError) -> int:
     """Report ``error`` (envelope on stdout with --json; message on stderr) and its exit code."""
     if as_json:
         sys.stdout.write(json.dumps({"error": to_jsonable(error.to_dict())}, indent=2) + "\n")
+    elif isinstance(error, errors.Proposed):
+        sys.stdout.write(f"{error.details['proposal']}\n")  # the proposal id, for scripts
     sys.stderr.write(f"memdir: {error.message}\n")
     return exit_code_for(error)

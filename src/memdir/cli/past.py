@@ -8,7 +8,7 @@ from typing import Any
 import click
 
 from memdir.cli.app import App, make_provenance, provenance_options, verb
-from memdir.cli.files import _report
+from memdir.cli.files import report
 from memdir.cli.main import cli
 from memdir.cli.output import emit
 from memdir.core.errors import InvalidInput
@@ -108,7 +108,7 @@ def revert(
         result = svc.revert_file(app.principal, app.store, path, to_version, provenance)
     else:
         raise InvalidInput("use `memdir revert PATH --to-version N` or `memdir revert --commit ID`")
-    _report(app, result)
+    report(app, result)
 
 
 @verb(cli, "redact")

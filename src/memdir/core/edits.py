@@ -49,10 +49,11 @@ def apply_str_replace(path: str, content: str, old: str, new: str) -> str:
         starts.append(position)
         position = content.find(old, position + 1)
     if len(starts) > 1:
-        lines = [_line_of(content, s) for s in starts]
+        lines = sorted({_line_of(content, s) for s in starts})
+        shown = ", ".join(map(str, lines[:10])) + (", ..." if len(lines) > 10 else "")
         raise EditConflict(
-            f"str_replace on {path}: the old text occurs {len(starts)} times, at lines "
-            f"{', '.join(map(str, lines))}; include more surrounding text so it is unique",
+            f"str_replace on {path}: the old text occurs {len(starts)} times, on lines "
+            f"{shown}; include more surrounding text so it is unique",
             path=path,
             lines=lines,
         )

@@ -21,6 +21,8 @@ class, walking the MRO, at the edge — never by matching message text. The tabl
       NotFound                     404 / exit 5    no such file, version, store, commit
       Forbidden                    403 / exit 4    read right but not the action; archived store
       Unauthenticated              401 / exit 4
+      Proposed                     202 / exit 6    not applied: queued for review as a proposal
+      ScreeningRefused             422 / exit 7    the write screening refused the content
       BackendError                 503 / exit 1    database unreachable or schema behind
 
 Messages say what was wrong, the value received, and what to do next, in one line, because the
@@ -46,6 +48,8 @@ __all__ = [
     "PathConflict",
     "PreconditionFailed",
     "PreconditionRequired",
+    "Proposed",
+    "ScreeningRefused",
     "Unauthenticated",
 ]
 
@@ -149,6 +153,22 @@ class Unauthenticated(MemdirError):
     """No valid credentials were presented."""
 
     type = "unauthenticated"
+
+
+class Proposed(MemdirError):
+    """The change was not applied: it waits in the review queue as ``details['proposal']``.
+
+    An exception rather than a return value so that code which assumed its write landed
+    cannot go on as if it had.
+    """
+
+    type = "proposed"
+
+
+class ScreeningRefused(MemdirError):
+    """Write screening refused the content; ``details['findings']`` says what and where."""
+
+    type = "screening_refused"
 
 
 class BackendError(MemdirError):

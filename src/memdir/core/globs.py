@@ -7,6 +7,7 @@ character class, and a ``**`` segment any number of segments (zero included). Pa
 
 from __future__ import annotations
 
+import functools
 import re
 
 from memdir.core.errors import InvalidInput
@@ -45,8 +46,9 @@ def _rooted(pattern: str) -> str:
     return pattern if pattern.startswith("/") else "/" + pattern
 
 
+@functools.lru_cache(maxsize=16384)
 def compile_glob(pattern: str) -> re.Pattern[str]:
-    """Compile a glob into a regular expression matching whole paths."""
+    """Compile a glob into a regular expression matching whole paths (cached)."""
     segments = _rooted(pattern)[1:].split("/")
     regex = ""
     for index, segment in enumerate(segments):

@@ -30,6 +30,7 @@ __all__ = [
     "SearchHit",
     "StoreInfo",
     "StrReplace",
+    "TokenScope",
     "VersionInfo",
     "Write",
     "validate_store_name",
@@ -41,14 +42,33 @@ _STORE_RE = re.compile(r"^[a-z0-9][a-z0-9._-]{0,62}$")
 
 
 @dataclass(frozen=True)
+class TokenScope:
+    """How a token narrows its principal: only these path globs, only these actions.
+
+    Narrowing never widens: a request must pass both the policy and the token's scope.
+    """
+
+    paths: tuple[str, ...] = ("/**",)
+    actions: frozenset[str] = frozenset({"read", "propose", "write", "admin"})
+
+
+@dataclass(frozen=True)
 class Principal:
     """Who acts. ``id`` is ``kind:name`` (``agent:ci-bot``, ``user:ana``, ``service:x``).
 
     The database owner (a local process with direct database access) is the special principal
     ``owner``. The actor of every commit is the principal the service was called with.
+    ``groups``, ``projects``, ``tasks`` and ``acts_for`` (the user an agent works for) feed the
+    policy's ``who`` and path templates; ``scope`` is set when the principal authenticated with
+    a narrowed token.
     """
 
     id: str
+    groups: frozenset[str] = frozenset()
+    projects: tuple[str, ...] = ()
+    tasks: tuple[str, ...] = ()
+    acts_for: str | None = None
+    scope: TokenScope | None = None
 
     @property
     def kind(self) -> str:
@@ -61,6 +81,11 @@ class Principal:
     @property
     def is_owner(self) -> bool:
         return self.id == "owner"
+
+    @property
+    def cache_key(self) -> tuple[object, ...]:
+        """What policy evaluation depends on (the token scope is checked separately)."""
+        return (self.id, self.groups, self.projects, self.tasks, self.acts_for)
 
     @classmethod
     def parse(cls, value: str) -> Principal:
@@ -290,6 +315,7 @@ class CommitInfo:
     reason: str | None
     source_kind: str | None
     changes: tuple[VersionInfo, ...] = field(default_factory=tuple)
+    proposal: str | None = None
 
 
 @dataclass(frozen=True)

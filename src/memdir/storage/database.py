@@ -14,8 +14,10 @@ costs one cheap version check, not an Alembic import.
 
 from __future__ import annotations
 
+import datetime as dt
+import threading
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, suppress
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -33,6 +35,15 @@ if TYPE_CHECKING:
 
 __all__ = ["Database", "Dialect", "normalize_url"]
 
+_READ_CURRENT = (
+    "SELECT s.id, s.archived_at, p.sha256, h.path, h.file_id, h.version, h.sha256, h.size, "
+    "h.revision, h.updated_at, b.content FROM stores s "
+    "LEFT JOIN heads h ON h.store_id = s.id AND h.path = ? "
+    "LEFT JOIN blobs b ON b.store_id = s.id AND b.sha256 = h.sha256 "
+    "LEFT JOIN heads p ON p.store_id = s.id AND p.path = ? "
+    "WHERE s.name = ?"
+)
+
 
 class Dialect(Protocol):
     """What differs between backends. Everything else is plain SQLAlchemy Core."""
@@ -43,7 +54,13 @@ class Dialect(Protocol):
     def prepare_url(self, url: sa.URL, *, create: bool) -> None: ...
     def database_exists(self, url: sa.URL) -> bool: ...
     def configure(self, engine: Engine) -> None: ...
-    def index_file(self, conn: Connection, file_id: int, path: str, content: str) -> None: ...
+    def index_file(
+        self, conn: Connection, file_id: int, path: str, content: str, *, new: bool
+    ) -> None: ...
+    def sql(self, text: str) -> str: ...
+    def encode_time(self, value: dt.datetime | None) -> Any: ...
+    def decode_time(self, value: Any) -> Any: ...
+    def encode_json(self, value: Any) -> Any: ...
     def unindex_file(self, conn: Connection, file_id: int) -> None: ...
     def indexed_files(self, conn: Connection) -> list[tuple[int, str]]: ...
     def search(
@@ -109,6 +126,9 @@ class Database:
         if self.url.get_backend_name() == "postgresql":
             kwargs.setdefault("pool_size", pool_size)
         self.engine = sa.create_engine(self.url, **kwargs)
+        self._local = threading.local()
+        self._lock = threading.Lock()
+        self._raw_connections: list[Any] = []
         self.dialect.configure(self.engine)
         if create:
             self.migrate()
@@ -178,8 +198,41 @@ class Database:
         with conn:
             yield conn
 
+    def read_current(self, store: str, path: str, policy_path: str) -> tuple[Any, ...] | None:
+        """One statement for the hottest read: a store, a live file and the policy's sha256.
+
+        Columns: store id, archived_at, policy sha256, then path, file_id, version, sha256,
+        size, revision, updated_at, content of the file (all None when it does not exist).
+        None when the store does not exist. Runs on a per-thread autocommit driver connection:
+        a single SELECT sees one committed snapshot, and skipping the pool checkout and
+        BEGIN/COMMIT of a transaction makes a read several times cheaper.
+        """
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            fairy = self.engine.raw_connection()
+            connection = fairy.driver_connection
+            fairy.detach()  # ours for this thread's life; closed by close()
+            if self.url.get_backend_name() == "postgresql":
+                connection.autocommit = True  # type: ignore[union-attr]
+            self._local.connection = connection
+            with self._lock:
+                self._raw_connections.append(connection)
+        cursor = connection.cursor()  # type: ignore[union-attr]
+        try:
+            cursor.execute(self.dialect.sql(_READ_CURRENT), (path, policy_path, store))
+            row = cursor.fetchone()
+        finally:
+            cursor.close()
+        return None if row is None else tuple(row)
+
     def backup(self, destination: Path) -> None:
         self.dialect.backup(self.engine, destination)
 
     def close(self) -> None:
+        with self._lock:
+            for connection in self._raw_connections:
+                with suppress(Exception):  # closing is best effort
+                    connection.close()
+            self._raw_connections.clear()
+        self._local = threading.local()
         self.engine.dispose()

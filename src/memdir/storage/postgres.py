@@ -11,6 +11,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,9 @@ class PostgresDialect:
 
     name = "postgresql"
 
+    def __init__(self) -> None:
+        self._sql_cache: dict[str, str] = {}
+
     def engine_kwargs(self, url: sa.URL) -> dict[str, Any]:
         return {"pool_pre_ping": True, "max_overflow": 10}
 
@@ -42,7 +46,29 @@ class PostgresDialect:
     def configure(self, engine: Engine) -> None:
         return None
 
-    def index_file(self, conn: Connection, file_id: int, path: str, content: str) -> None:
+    def sql(self, text: str) -> str:
+        """psycopg takes %s placeholders (fixed SQL holds no literal ? or %)."""
+        found = self._sql_cache.get(text)
+        if found is None:
+            found = self._sql_cache[text] = text.replace("?", "%s")
+        return found
+
+    def encode_time(self, value: dt.datetime | None) -> dt.datetime | None:
+        return value
+
+    def decode_time(self, value: Any) -> Any:
+        return value
+
+    def encode_json(self, value: Any) -> Any:
+        if value is None:
+            return None
+        from psycopg.types.json import Json
+
+        return Json(value)
+
+    def index_file(
+        self, conn: Connection, file_id: int, path: str, content: str, *, new: bool
+    ) -> None:
         conn.execute(
             sa.text(
                 "INSERT INTO search_index (file_id, store_id, path, body) "

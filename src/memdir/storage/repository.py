@@ -1,16 +1,20 @@
-"""The queries the service runs inside one transaction, in dialect-neutral SQLAlchemy Core.
+"""The queries the service runs inside one transaction.
 
-A :class:`Repository` wraps one connection with an open transaction; it holds no state of its
-own and makes no decisions — preconditions, path rules and edits are the service's and the
-core's. Methods return plain rows (``sa.Row``) or values. The few dialect differences (upsert,
-full-text index) go through :class:`~memdir.storage.database.Dialect`.
+A :class:`Repository` wraps one connection with an open transaction; it makes no decisions —
+preconditions, path rules and edits are the service's and the core's. Most methods are
+dialect-neutral SQLAlchemy Core. The few that every read and write runs (store, head, blob,
+the compare-and-swap, version and commit rows) are fixed SQL on the driver cursor of the same
+connection, inside the same transaction: building Core statements costs ~100 µs each, which
+would dominate a write; the SQL is portable (``?`` becomes ``%s`` for psycopg) and values are
+encoded as SQLAlchemy would store them (:meth:`Dialect.encode_time`). They return small
+named tuples with the same attribute names as the Core rows.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Iterator, Sequence
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -18,11 +22,33 @@ from sqlalchemy.engine import Connection
 from memdir.core.paths import descendant_range
 from memdir.search.query import Query
 from memdir.storage.database import Dialect
-from memdir.storage.schema import blobs, commits, files, heads, stores, versions
+from memdir.storage.schema import blobs, commits, files, heads, proposals, stores, versions
 
-__all__ = ["Repository"]
+__all__ = ["HeadRow", "Repository", "StoreRow"]
 
-Row = sa.Row[Any]
+Row = Any  # an sa.Row or one of the named tuples below: attribute access by column name
+
+
+class StoreRow(NamedTuple):
+    id: int
+    name: str
+    revision: int
+    created_at: dt.datetime
+    archived_at: dt.datetime | None
+
+
+class HeadRow(NamedTuple):
+    store_id: int
+    path: str
+    file_id: int
+    version: int
+    sha256: str
+    size: int
+    revision: int
+    updated_at: dt.datetime
+
+
+_HEAD_COLUMNS = "store_id, path, file_id, version, sha256, size, revision, updated_at"
 
 
 def _first_key(result: sa.CursorResult[Any]) -> Any:
@@ -37,11 +63,34 @@ class Repository:
     def __init__(self, conn: Connection, dialect: Dialect) -> None:
         self.conn = conn
         self.dialect = dialect
+        self._cursor: Any = None
+
+    def raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        """Run fixed SQL (``?`` placeholders) on the driver cursor of this transaction."""
+        cursor = self._cursor
+        if cursor is None:
+            cursor = self._cursor = self.conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+        cursor.execute(self.dialect.sql(sql), params)
+        return cursor
+
+    def _head_row(self, row: Any) -> HeadRow | None:
+        if row is None:
+            return None
+        return HeadRow(
+            row[0], row[1], row[2], row[3], row[4], row[5], row[6], self.dialect.decode_time(row[7])
+        )
 
     # --- stores ---------------------------------------------------------------------------
 
-    def store(self, name: str) -> Row | None:
-        return self.conn.execute(sa.select(stores).where(stores.c.name == name)).first()
+    def store(self, name: str) -> StoreRow | None:
+        row = self.raw(
+            "SELECT id, name, revision, created_at, archived_at FROM stores WHERE name = ?",
+            (name,),
+        ).fetchone()
+        if row is None:
+            return None
+        decode = self.dialect.decode_time
+        return StoreRow(row[0], row[1], row[2], decode(row[3]), decode(row[4]))
 
     def stores(self) -> Sequence[Row]:
         count = (
@@ -65,7 +114,7 @@ class Repository:
             sa.select(heads.c.file_id).where(heads.c.store_id == store_id)
         ).scalars():
             self.dialect.unindex_file(self.conn, file_id)
-        for table in (heads, versions, commits, blobs, files):
+        for table in (heads, versions, commits, blobs, files, proposals):
             self.conn.execute(sa.delete(table).where(table.c.store_id == store_id))
         self.conn.execute(sa.delete(stores).where(stores.c.id == store_id))
 
@@ -75,23 +124,25 @@ class Repository:
         The UPDATE takes the row's write lock until the transaction ends: committers to one
         store are serialised and their revisions are gap-free.
         """
-        value = self.conn.execute(
-            sa.update(stores)
-            .where(stores.c.id == store_id)
-            .values(revision=stores.c.revision + 1)
-            .returning(stores.c.revision)
-        ).scalar_one()
-        return int(value)
+        row = self.raw(
+            "UPDATE stores SET revision = revision + 1 WHERE id = ? RETURNING revision", (store_id,)
+        ).fetchone()
+        return int(row[0])
 
     # --- heads ----------------------------------------------------------------------------
 
-    def head(self, store_id: int, path: str) -> Row | None:
-        return self.conn.execute(
-            sa.select(heads).where(heads.c.store_id == store_id, heads.c.path == path)
-        ).first()
+    def head(self, store_id: int, path: str) -> HeadRow | None:
+        return self._head_row(
+            self.raw(
+                f"SELECT {_HEAD_COLUMNS} FROM heads WHERE store_id = ? AND path = ?",
+                (store_id, path),
+            ).fetchone()
+        )
 
-    def head_by_file(self, file_id: int) -> Row | None:
-        return self.conn.execute(sa.select(heads).where(heads.c.file_id == file_id)).first()
+    def head_by_file(self, file_id: int) -> HeadRow | None:
+        return self._head_row(
+            self.raw(f"SELECT {_HEAD_COLUMNS} FROM heads WHERE file_id = ?", (file_id,)).fetchone()
+        )
 
     def first_file_among(self, store_id: int, paths: Sequence[str]) -> str | None:
         """The first of ``paths`` that is a live file (used to find a file ancestor)."""
@@ -146,33 +197,50 @@ class Repository:
             self.conn, store_id, lo, None if directory == "/" else hi, literals, ignore_case
         )
 
-    def insert_head(self, **values: Any) -> None:
-        self.conn.execute(sa.insert(heads).values(**values))
+    def insert_head(
+        self,
+        store_id: int,
+        path: str,
+        file_id: int,
+        version: int,
+        sha256: str,
+        size: int,
+        revision: int,
+        updated_at: dt.datetime,
+    ) -> None:
+        self.raw(
+            f"INSERT INTO heads ({_HEAD_COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+            (store_id, path, file_id, version, sha256, size, revision,
+             self.dialect.encode_time(updated_at)),
+        )  # fmt: skip
 
     def cas_update_head(
-        self, store_id: int, path: str, expected_sha256: str, **values: Any
+        self,
+        store_id: int,
+        path: str,
+        expected_sha256: str,
+        *,
+        version: int,
+        sha256: str,
+        size: int,
+        revision: int,
+        updated_at: dt.datetime,
     ) -> bool:
         """Compare-and-swap: update the head only if its sha256 is still ``expected_sha256``."""
-        result = self.conn.execute(
-            sa.update(heads)
-            .where(
-                heads.c.store_id == store_id,
-                heads.c.path == path,
-                heads.c.sha256 == expected_sha256,
-            )
-            .values(**values)
-        )
-        return result.rowcount == 1
+        cursor = self.raw(
+            "UPDATE heads SET version = ?, sha256 = ?, size = ?, revision = ?, updated_at = ? "
+            "WHERE store_id = ? AND path = ? AND sha256 = ?",
+            (version, sha256, size, revision, self.dialect.encode_time(updated_at),
+             store_id, path, expected_sha256),
+        )  # fmt: skip
+        return bool(cursor.rowcount == 1)
 
     def delete_head(self, store_id: int, path: str, expected_sha256: str) -> bool:
-        result = self.conn.execute(
-            sa.delete(heads).where(
-                heads.c.store_id == store_id,
-                heads.c.path == path,
-                heads.c.sha256 == expected_sha256,
-            )
+        cursor = self.raw(
+            "DELETE FROM heads WHERE store_id = ? AND path = ? AND sha256 = ?",
+            (store_id, path, expected_sha256),
         )
-        return result.rowcount == 1
+        return bool(cursor.rowcount == 1)
 
     def count_heads(self, store_id: int) -> int:
         return int(
@@ -190,25 +258,41 @@ class Repository:
         return int(_first_key(result))
 
     def put_blob(self, store_id: int, sha256: str, content: str, size: int) -> None:
-        self.conn.execute(
-            self.dialect.insert_ignore(blobs).values(
-                store_id=store_id, sha256=sha256, content=content, size=size
-            )
+        """Store content once per (store, sha256); a second put of the same content is a no-op."""
+        self.raw(
+            "INSERT INTO blobs (store_id, sha256, size, content) VALUES (?, ?, ?, ?) "
+            "ON CONFLICT (store_id, sha256) DO NOTHING",
+            (store_id, sha256, size, content),
         )
 
     def blob(self, store_id: int, sha256: str) -> str | None:
-        value = self.conn.execute(
-            sa.select(blobs.c.content).where(blobs.c.store_id == store_id, blobs.c.sha256 == sha256)
-        ).scalar()
-        return None if value is None else str(value)
+        row = self.raw(
+            "SELECT content FROM blobs WHERE store_id = ? AND sha256 = ?", (store_id, sha256)
+        ).fetchone()
+        return None if row is None else str(row[0])
 
     def delete_blob(self, store_id: int, sha256: str) -> None:
         self.conn.execute(
             sa.delete(blobs).where(blobs.c.store_id == store_id, blobs.c.sha256 == sha256)
         )
 
-    def insert_version(self, **values: Any) -> None:
-        self.conn.execute(sa.insert(versions).values(**values))
+    def insert_versions(self, rows: Sequence[dict[str, Any]]) -> None:
+        """Append version rows (dicts with every column but ``id``) in one round trip."""
+        columns = (
+            "store_id", "file_id", "number", "commit_id", "revision", "operation", "path",
+            "old_path", "sha256", "size", "findings",
+        )  # fmt: skip
+        encode = self.dialect.encode_json
+        params = [
+            tuple(encode(r.get(c)) if c == "findings" else r.get(c) for c in columns) for r in rows
+        ]
+        sql = self.dialect.sql(
+            f"INSERT INTO versions ({', '.join(columns)}) VALUES "
+            f"({', '.join('?' for _ in columns)})"
+        )
+        if self._cursor is None:
+            self.raw("SELECT 1")
+        self._cursor.executemany(sql, params)
 
     def _versions_query(self) -> sa.Select[Any]:
         return sa.select(
@@ -283,10 +367,17 @@ class Repository:
     # --- commits --------------------------------------------------------------------------
 
     def insert_commit(self, **values: Any) -> None:
-        self.conn.execute(sa.insert(commits).values(**values))
-
-    def set_commit_result(self, commit_id: str, result: str) -> None:
-        self.conn.execute(sa.update(commits).where(commits.c.id == commit_id).values(result=result))
+        """Insert a commit row; ``values`` has every column of ``commits``."""
+        columns = (
+            "id", "store_id", "revision", "actor", "created_at", "session", "transcript",
+            "reason", "source_kind", "idempotency_key", "request_hash", "result", "proposal_id",
+        )  # fmt: skip
+        values["created_at"] = self.dialect.encode_time(values["created_at"])
+        self.raw(
+            f"INSERT INTO commits ({', '.join(columns)}) VALUES "
+            f"({', '.join('?' for _ in columns)})",
+            tuple(values.get(c) for c in columns),
+        )
 
     def commit_by_key(self, store_id: int, actor: str, key: str) -> Row | None:
         return self.conn.execute(
@@ -345,8 +436,9 @@ class Repository:
 
     # --- search ---------------------------------------------------------------------------
 
-    def index_file(self, file_id: int, path: str, content: str) -> None:
-        self.dialect.index_file(self.conn, file_id, path, content)
+    def index_file(self, file_id: int, path: str, content: str, *, new: bool = False) -> None:
+        """Put a live file in the search index (``new``: it is not indexed yet)."""
+        self.dialect.index_file(self.conn, file_id, path, content, new=new)
 
     def unindex_file(self, file_id: int) -> None:
         self.dialect.unindex_file(self.conn, file_id)

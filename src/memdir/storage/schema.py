@@ -30,12 +30,15 @@ __all__ = [
     "files",
     "heads",
     "metadata",
+    "principals",
+    "proposals",
     "stores",
+    "tokens",
     "versions",
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0002"
+HEAD_REVISION = "0003"
 
 metadata = sa.MetaData(
     naming_convention={
@@ -105,6 +108,7 @@ commits = sa.Table(
     sa.Column("idempotency_key", sa.String(4000), nullable=True),
     sa.Column("request_hash", Sha, nullable=True),
     sa.Column("result", sa.Text, nullable=True),
+    sa.Column("proposal_id", sa.String(32), nullable=True),
     sa.UniqueConstraint("store_id", "revision"),
     sa.UniqueConstraint("store_id", "actor", "idempotency_key"),
     sa.Index(None, "store_id", "actor"),
@@ -127,8 +131,62 @@ versions = sa.Table(
     sa.Column("size", sa.Integer, nullable=False),
     sa.Column("redacted_at", Time, nullable=True),
     sa.Column("redacted_by", sa.String(200), nullable=True),
+    sa.Column("findings", sa.JSON, nullable=True),
     sa.UniqueConstraint("file_id", "number"),
     sa.Index(None, "store_id", "path"),
     sa.Index(None, "store_id", "sha256"),
     sa.Index(None, "commit_id"),
+)
+
+principals = sa.Table(
+    "principals",
+    metadata,
+    sa.Column("id", sa.String(200), primary_key=True),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("groups", sa.JSON, nullable=False),
+    sa.Column("projects", sa.JSON, nullable=False),
+    sa.Column("tasks", sa.JSON, nullable=False),
+    sa.Column("acts_for", sa.String(200), nullable=True),
+    sa.Column("created_at", Time, nullable=False),
+)
+
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("principal_id", sa.String(200), sa.ForeignKey("principals.id"), nullable=False),
+    sa.Column("token_hash", Sha, nullable=False, unique=True),
+    sa.Column("name", sa.String(200), nullable=True),
+    sa.Column("scope_paths", sa.JSON, nullable=False),
+    sa.Column("scope_actions", sa.JSON, nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("expires_at", Time, nullable=True),
+    sa.Column("revoked_at", Time, nullable=True),
+    sa.Index(None, "principal_id"),
+)
+
+proposals = sa.Table(
+    "proposals",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), nullable=False),
+    sa.Column("author", sa.String(200), nullable=False),
+    sa.Column("origin", sa.String(16), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("operations", sa.JSON, nullable=False),
+    sa.Column("paths", sa.JSON, nullable=False),
+    sa.Column("rationale", sa.Text, nullable=True),
+    sa.Column("evidence", sa.JSON, nullable=True),
+    sa.Column("statistics", sa.JSON, nullable=True),
+    sa.Column("findings", sa.JSON, nullable=True),
+    sa.Column("notes", sa.JSON, nullable=True),
+    sa.Column("session", sa.Text, nullable=True),
+    sa.Column("source_kind", sa.String(32), nullable=True),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("updated_at", Time, nullable=False),
+    sa.Column("reviewer", sa.String(200), nullable=True),
+    sa.Column("reviewed_at", Time, nullable=True),
+    sa.Column("review_comment", sa.Text, nullable=True),
+    sa.Column("commit_id", sa.String(32), nullable=True),
+    sa.Index(None, "store_id", "status"),
 )

@@ -12,6 +12,8 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import json
 import sqlite3
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -24,6 +26,11 @@ from memdir.search.fts5 import compile_match
 from memdir.search.query import Query
 
 __all__ = ["SQLiteDialect"]
+
+
+def _cursor(conn: Connection) -> Any:
+    return conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+
 
 BUSY_TIMEOUT_MS = 60_000
 
@@ -64,15 +71,41 @@ class SQLiteDialect:
 
     # --- full-text index ------------------------------------------------------------------
 
-    def index_file(self, conn: Connection, file_id: int, path: str, content: str) -> None:
-        conn.exec_driver_sql("DELETE FROM search_fts WHERE rowid = ?", (file_id,))
-        conn.exec_driver_sql(
-            "INSERT INTO search_fts (rowid, path, body) VALUES (?, ?, ?)",
-            (file_id, path, content),
-        )
+    def index_file(
+        self, conn: Connection, file_id: int, path: str, content: str, *, new: bool
+    ) -> None:
+        cursor = _cursor(conn)
+        if new:
+            cursor.execute(
+                "INSERT INTO search_fts (rowid, path, body) VALUES (?, ?, ?)",
+                (file_id, path, content),
+            )
+        else:
+            cursor.execute(
+                "UPDATE search_fts SET path = ?, body = ? WHERE rowid = ?", (path, content, file_id)
+            )
 
     def unindex_file(self, conn: Connection, file_id: int) -> None:
-        conn.exec_driver_sql("DELETE FROM search_fts WHERE rowid = ?", (file_id,))
+        _cursor(conn).execute("DELETE FROM search_fts WHERE rowid = ?", (file_id,))
+
+    # --- values on the driver path (as SQLAlchemy stores them) ----------------------------
+
+    def sql(self, text: str) -> str:
+        return text  # sqlite3 takes ? placeholders
+
+    def encode_time(self, value: dt.datetime | None) -> str | None:
+        """SQLAlchemy's SQLite DateTime format, in UTC."""
+        if value is None:
+            return None
+        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+
+    def decode_time(self, value: Any) -> Any:
+        if isinstance(value, str):
+            return dt.datetime.fromisoformat(value).replace(tzinfo=dt.UTC)
+        return value
+
+    def encode_json(self, value: Any) -> Any:
+        return None if value is None else json.dumps(value)
 
     def indexed_files(self, conn: Connection) -> list[tuple[int, str]]:
         """(file id, path) of every indexed row, for consistency checks."""

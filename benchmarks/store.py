@@ -1,0 +1,1058 @@
+"""memdir store benchmark: the Python API against hand-written raw SQL, in the same run.
+
+Usage::
+
+    python benchmarks/store.py [--files 10000 100000] [--db URL] [--ops N] [--queries N]
+                               [--seed S] [--json OUT]
+
+For each file count it loads a deterministic pseudo-English corpus (100-400 words per file,
+Zipf-distributed vocabulary, paths ``/projects/pN/<topic>/fileM.md``) into a memdir store and,
+beside it, into a raw baseline database, then measures create, read, CAS overwrite,
+str_replace, search and grep on both, interleaved in small chunks so machine noise hits both.
+
+The raw baselines do the same work with the least machinery:
+
+- SQLite (stdlib ``sqlite3``, WAL, ``synchronous=NORMAL``): a ``heads`` table (path -> file id,
+  version, sha256), a ``versions`` table holding each version's content, and an FTS5 table with
+  memdir's tokenizer. create = one transaction inserting head + version + FTS5 row; read =
+  one SELECT by path; CAS overwrite = ``UPDATE heads ... WHERE path=? AND sha256=?`` + version
+  insert + FTS5 update in one transaction; str_replace = read + replace + that CAS write in one
+  transaction; search = the same FTS5 MATCH (OR of quoted terms, bm25 with memdir's column
+  weights, LIMIT 10, snippet()); grep = SELECT every content under the prefix + Python ``re``.
+- PostgreSQL (psycopg 3): the same tables, with memdir's weighted ``tsvector`` column and GIN
+  index, and the same ``phraseto_tsquery`` / ``ts_rank`` / ``ts_headline`` query.
+
+Targets (from the issue): read and CAS overwrite p95 within 3x of raw; search p95 within 2x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import gc
+import hashlib
+import os
+import random
+import re
+import shutil
+import sqlite3
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass, field
+from itertools import accumulate
+from pathlib import Path
+from typing import Any, Protocol
+
+import sqlalchemy as sa
+from _common import Stats, fmt, format_table, run_interleaved, write_json
+
+import memdir
+from memdir import OWNER, Provenance, Write
+from memdir.search.query import STOP_WORDS as MEMDIR_STOP_WORDS
+
+REPO = Path(__file__).resolve().parent.parent
+TOKENIZER = "porter unicode61 remove_diacritics 2"
+BULK_BATCH = 500
+
+# --- corpus ------------------------------------------------------------------------------
+
+#: Real English function words at the top of the frequency ranking, so text reads like prose.
+FUNCTION_WORDS = (
+    "the", "of", "and", "to", "a", "in", "is", "that", "for", "it",
+    "with", "as", "on", "was", "by", "this", "be", "are", "or", "from",
+)  # fmt: skip
+TOPICS = ("notes", "decisions", "commands", "failures", "conventions", "people", "tasks", "design")
+_ONSETS = (
+    "b", "c", "d", "f", "g", "h", "j", "k", "l", "m", "n", "p", "r", "s", "t", "v", "w", "z",
+    "br", "ch", "cl", "cr", "dr", "fl", "fr", "gl", "gr", "pl", "pr", "sh", "sl", "sp", "st",
+    "th", "tr",
+)  # fmt: skip
+_NUCLEI = ("a", "e", "i", "o", "u", "ai", "ea", "ee", "ie", "oa", "oo", "ou")
+_CODAS = ("", "", "", "n", "r", "l", "m", "t", "nd", "rt", "st", "ck", "mp", "x", "ng")
+MARKER = "[[rev {}]]"
+
+
+@dataclass(frozen=True)
+class Doc:
+    path: str
+    content: str
+
+
+class Corpus:
+    """Deterministic pseudo-English documents over a Zipf-distributed vocabulary.
+
+    The vocabulary is ``FUNCTION_WORDS`` followed by ``vocab_size`` generated pseudo-words
+    (shorter ones more frequent); word of rank r has weight 1 / r**s. Every document is a
+    function of (seed, index, variant), so both sides of the benchmark see identical text.
+    """
+
+    def __init__(self, seed: int, vocab_size: int = 50_000, zipf_s: float = 1.0) -> None:
+        self.seed = seed
+        rng = random.Random(f"vocab:{seed}")
+        banned = set(FUNCTION_WORDS) | MEMDIR_STOP_WORDS
+        found: dict[str, None] = {}
+        while len(found) < vocab_size:
+            syllables = rng.choices((1, 2, 3, 4), weights=(3, 5, 3, 1))[0]
+            word = "".join(rng.choice(_ONSETS) + rng.choice(_NUCLEI) for _ in range(syllables))
+            word += rng.choice(_CODAS)
+            if len(word) >= 3 and word not in banned:
+                found[word] = None
+        self.pseudo: list[str] = sorted(found, key=len)  # stable: random order within a length
+        self.words: list[str] = [*FUNCTION_WORDS, *self.pseudo]
+        self.cum_weights: list[float] = list(
+            accumulate(1.0 / (rank**zipf_s) for rank in range(1, len(self.words) + 1))
+        )
+
+    def band(self, name: str) -> list[str]:
+        """Pseudo-words (never function words) of a frequency band."""
+        size = len(self.pseudo)
+        if name == "common":
+            return self.pseudo[:200]
+        if name == "middling":
+            return self.pseudo[500:5000]
+        if name == "rare":
+            return self.pseudo[size // 5 :]
+        raise ValueError(name)
+
+    def content(self, index: int, variant: int = 0, rev: int = 0) -> str:
+        rng = random.Random(f"doc:{self.seed}:{index}:{variant}")
+        total = rng.randint(100, 400)
+        words = rng.choices(self.words, cum_weights=self.cum_weights, k=total)
+        title = " ".join(words[:3]).capitalize()
+        paragraphs: list[str] = []
+        sentences: list[str] = []
+        pos = 3
+        while pos < total:
+            length = rng.randint(6, 18)
+            chunk = words[pos : pos + length]
+            pos += length
+            sentences.append(" ".join(chunk).capitalize() + ".")
+            if len(sentences) >= rng.randint(2, 5):
+                paragraphs.append(" ".join(sentences))
+                sentences = []
+        if sentences:
+            paragraphs.append(" ".join(sentences))
+        body = "\n\n".join(paragraphs)
+        return f"# {title}\n\n{MARKER.format(rev)}\n\n{body}\n"
+
+
+def file_path(index: int, n_files: int) -> str:
+    projects = max(4, n_files // 500)
+    project = index % projects
+    topic = TOPICS[(index // projects) % len(TOPICS)]
+    return f"/projects/p{project}/{topic}/file{index}.md"
+
+
+# --- workload items -----------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CasItem:
+    path: str
+    content: str
+
+
+@dataclass(frozen=True)
+class ReplaceItem:
+    path: str
+    old: str
+    new: str
+
+
+@dataclass(frozen=True)
+class SearchItem:
+    kind: str  # rare | middling | common
+    terms: tuple[str, ...]
+
+    @property
+    def text(self) -> str:
+        return " ".join(self.terms)
+
+
+@dataclass(frozen=True)
+class GrepItem:
+    pattern: str
+    prefix: str
+
+
+def make_queries(corpus: Corpus, count: int, seed: int) -> list[SearchItem]:
+    rng = random.Random(f"queries:{seed}")
+    kinds = ("rare", "middling", "common")
+    out: list[SearchItem] = []
+    for i in range(count):
+        kind = kinds[i % 3]
+        terms = tuple(dict.fromkeys(rng.sample(corpus.band(kind), rng.randint(2, 6))))
+        out.append(SearchItem(kind, terms))
+    return out
+
+
+# --- backends -----------------------------------------------------------------------------
+
+
+class Backend(Protocol):
+    """One side of the benchmark. Every method does one operation's whole work."""
+
+    def create(self, doc: Doc) -> None: ...
+    def bulk_create(self, docs: Sequence[Doc]) -> None: ...
+    def read(self, path: str) -> None: ...
+    def cas_write(self, item: CasItem) -> None: ...
+    def str_replace(self, item: ReplaceItem) -> None: ...
+    def search(self, item: SearchItem) -> None: ...
+    def grep(self, item: GrepItem) -> None: ...
+    def close(self) -> None: ...
+
+
+@dataclass
+class Outputs:
+    """What each side returned, kept for the consistency checks after timing."""
+
+    sha: dict[str, str] = field(default_factory=dict)
+    reads: list[str] = field(default_factory=list)
+    searches: list[list[str]] = field(default_factory=list)
+    greps: list[int] = field(default_factory=list)
+
+
+class MemdirBackend:
+    """memdir through its Python API, as the owner principal."""
+
+    def __init__(self, svc: memdir.MemoryService, store: str) -> None:
+        self.svc = svc
+        self.store = store
+        self.out = Outputs()
+        self.provenance = Provenance(source_kind="import", reason="benchmark bulk load")
+
+    def create(self, doc: Doc) -> None:
+        result = self.svc.write(OWNER, self.store, doc.path, doc.content, if_absent=True)
+        self.out.sha[doc.path] = result.results[0].sha256 or ""
+
+    def bulk_create(self, docs: Sequence[Doc]) -> None:
+        ops = [Write(d.path, d.content, if_absent=True) for d in docs]
+        result = self.svc.commit(OWNER, self.store, ops, self.provenance)
+        for op in result.results:
+            self.out.sha[op.path] = op.sha256 or ""
+
+    def read(self, path: str) -> None:
+        self.out.reads.append(self.svc.read(OWNER, self.store, path).sha256)
+
+    def cas_write(self, item: CasItem) -> None:
+        expected = self.out.sha[item.path]
+        result = self.svc.write(OWNER, self.store, item.path, item.content, if_match=expected)
+        self.out.sha[item.path] = result.results[0].sha256 or ""
+
+    def str_replace(self, item: ReplaceItem) -> None:
+        result = self.svc.str_replace(OWNER, self.store, item.path, item.old, item.new)
+        self.out.sha[item.path] = result.results[0].sha256 or ""
+
+    def search(self, item: SearchItem) -> None:
+        hits = self.svc.search(OWNER, self.store, item.text, limit=10)
+        self.out.searches.append([h.path for h in hits])
+
+    def grep(self, item: GrepItem) -> None:
+        matches = self.svc.grep(OWNER, self.store, item.pattern, prefix=item.prefix, limit=10_000)
+        self.out.greps.append(len(matches))
+
+    def close(self) -> None:
+        self.svc.db.close()
+
+
+def _sha(content: str) -> tuple[str, int]:
+    data = content.encode("utf-8")
+    return hashlib.sha256(data).hexdigest(), len(data)
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def _prefix_range(prefix: str) -> tuple[str, str]:
+    base = prefix.rstrip("/")
+    return base + "/", base + "0"
+
+
+def _quote_fts5(term: str) -> str:
+    return '"' + term.replace('"', '""') + '"'
+
+
+class CasFailed(Exception):
+    pass
+
+
+class RawSQLite:
+    """The least one would write by hand with the stdlib ``sqlite3`` module."""
+
+    SCHEMA = (
+        "CREATE TABLE heads (file_id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE, "
+        "version INTEGER NOT NULL, sha256 TEXT NOT NULL, size INTEGER NOT NULL, "
+        "updated_at TEXT NOT NULL)",
+        "CREATE TABLE versions (file_id INTEGER NOT NULL, number INTEGER NOT NULL, "
+        "sha256 TEXT NOT NULL, size INTEGER NOT NULL, content TEXT NOT NULL, "
+        "created_at TEXT NOT NULL, PRIMARY KEY (file_id, number))",
+        f"CREATE VIRTUAL TABLE search_fts USING fts5(path, body, tokenize = '{TOKENIZER}')",
+    )
+    READ = (
+        "SELECT h.sha256, h.version, v.content FROM heads h "
+        "JOIN versions v ON v.file_id = h.file_id AND v.number = h.version WHERE h.path = ?"
+    )
+    CAS = (
+        "UPDATE heads SET version = version + 1, sha256 = ?, size = ?, updated_at = ? "
+        "WHERE path = ? AND sha256 = ? RETURNING file_id, version"
+    )
+    # bm25 weights as memdir's (path 0.5, body 1.0); snippets only for the 10 rows returned.
+    SEARCH_TOPK = (
+        "SELECT h.path, -top.score, snippet(search_fts, 1, '[', ']', '…', 24), h.sha256, "
+        "h.version FROM (SELECT rowid, bm25(search_fts, 0.5, 1.0) AS score FROM search_fts "
+        "WHERE search_fts MATCH ?1 ORDER BY score LIMIT ?2) AS top "
+        "JOIN search_fts ON search_fts.rowid = top.rowid "
+        "JOIN heads h ON h.file_id = top.rowid "
+        "WHERE search_fts MATCH ?1 ORDER BY top.score"
+    )
+    # The single-SELECT shape memdir uses (snippet evaluated for every matching row).
+    SEARCH_FLAT = (
+        "SELECT h.path, -bm25(search_fts, 0.5, 1.0), "
+        "snippet(search_fts, 1, '[', ']', '…', 24), h.sha256, h.version "
+        "FROM search_fts JOIN heads h ON h.file_id = search_fts.rowid "
+        "WHERE search_fts MATCH ? ORDER BY bm25(search_fts, 0.5, 1.0) LIMIT ?"
+    )
+
+    def __init__(self, path: Path, *, flat_search: bool = False) -> None:
+        for suffix in ("", "-wal", "-shm"):
+            Path(str(path) + suffix).unlink(missing_ok=True)
+        self.path = path
+        self.conn = sqlite3.connect(str(path), isolation_level=None, check_same_thread=False)
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        self.conn.execute("PRAGMA synchronous=NORMAL")
+        self.conn.execute("PRAGMA busy_timeout=60000")
+        for statement in self.SCHEMA:
+            self.conn.execute(statement)
+        self.search_sql = self.SEARCH_FLAT if flat_search else self.SEARCH_TOPK
+        self.out = Outputs()
+
+    def _insert(self, doc: Doc) -> str:
+        c = self.conn
+        sha, size = _sha(doc.content)
+        now = _now()
+        (file_id,) = c.execute(
+            "INSERT INTO heads (path, version, sha256, size, updated_at) VALUES (?, 1, ?, ?, ?) "
+            "RETURNING file_id",
+            (doc.path, sha, size, now),
+        ).fetchone()
+        c.execute(
+            "INSERT INTO versions VALUES (?, 1, ?, ?, ?, ?)", (file_id, sha, size, doc.content, now)
+        )
+        c.execute(
+            "INSERT INTO search_fts (rowid, path, body) VALUES (?, ?, ?)",
+            (file_id, doc.path, doc.content),
+        )
+        return sha
+
+    def create(self, doc: Doc) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.out.sha[doc.path] = self._insert(doc)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def bulk_create(self, docs: Sequence[Doc]) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            for doc in docs:
+                self.out.sha[doc.path] = self._insert(doc)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def read(self, path: str) -> None:
+        row = self.conn.execute(self.READ, (path,)).fetchone()
+        self.out.reads.append(row[0])
+
+    def _cas(self, path: str, content: str, expected: str) -> str:
+        c = self.conn
+        sha, size = _sha(content)
+        now = _now()
+        row = c.execute(self.CAS, (sha, size, now, path, expected)).fetchone()
+        if row is None:
+            raise CasFailed(path)
+        file_id, number = row
+        c.execute(
+            "INSERT INTO versions VALUES (?, ?, ?, ?, ?, ?)",
+            (file_id, number, sha, size, content, now),
+        )
+        c.execute("UPDATE search_fts SET body = ? WHERE rowid = ?", (content, file_id))
+        return sha
+
+    def cas_write(self, item: CasItem) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            self.out.sha[item.path] = self._cas(item.path, item.content, self.out.sha[item.path])
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def str_replace(self, item: ReplaceItem) -> None:
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            sha, _version, content = self.conn.execute(self.READ, (item.path,)).fetchone()
+            if content.count(item.old) != 1:
+                raise ValueError(f"{item.old!r} does not occur exactly once in {item.path}")
+            new = content.replace(item.old, item.new, 1)
+            self.out.sha[item.path] = self._cas(item.path, new, sha)
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
+        self.conn.execute("COMMIT")
+
+    def search(self, item: SearchItem) -> None:
+        match = " OR ".join(_quote_fts5(t) for t in item.terms)
+        rows = self.conn.execute(self.search_sql, (match, 10)).fetchall()
+        self.out.searches.append([r[0] for r in rows])
+
+    def grep(self, item: GrepItem) -> None:
+        self.out.greps.append(_grep_rows(self._contents(item.prefix), item.pattern))
+
+    def _contents(self, prefix: str) -> Iterator[tuple[str, str]]:
+        sql = (
+            "SELECT h.path, v.content FROM heads h "
+            "JOIN versions v ON v.file_id = h.file_id AND v.number = h.version"
+        )
+        if prefix == "/":
+            return iter(self.conn.execute(sql + " ORDER BY h.path"))
+        lo, hi = _prefix_range(prefix)
+        return iter(
+            self.conn.execute(sql + " WHERE h.path >= ? AND h.path < ? ORDER BY h.path", (lo, hi))
+        )
+
+    def bytes_under(self, prefix: str) -> int:
+        if prefix == "/":
+            return int(self.conn.execute("SELECT coalesce(sum(size), 0) FROM heads").fetchone()[0])
+        lo, hi = _prefix_range(prefix)
+        row = self.conn.execute(
+            "SELECT coalesce(sum(size), 0) FROM heads WHERE path >= ? AND path < ?", (lo, hi)
+        ).fetchone()
+        return int(row[0])
+
+    def match_count(self, item: SearchItem) -> int:
+        match = " OR ".join(_quote_fts5(t) for t in item.terms)
+        row = self.conn.execute(
+            "SELECT count(*) FROM search_fts WHERE search_fts MATCH ?", (match,)
+        ).fetchone()
+        return int(row[0])
+
+    def checkpoint(self) -> None:
+        self.conn.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+
+    def close(self) -> None:
+        self.conn.close()
+
+
+def _grep_rows(rows: Iterator[tuple[str, str]], pattern: str) -> int:
+    regex = re.compile(pattern)
+    count = 0
+    for _path, content in rows:
+        if regex.search(content) is None:
+            continue
+        for line in content.splitlines():
+            if regex.search(line):
+                count += 1
+    return count
+
+
+class RawPostgres:
+    """The same baseline on PostgreSQL with psycopg 3, in its own schema."""
+
+    SCHEMA_NAME = "memdir_bench_raw"
+
+    def __init__(self, url: str) -> None:
+        import psycopg
+
+        self.psycopg = psycopg
+        dsn = sa.make_url(url).set(drivername="postgresql").render_as_string(hide_password=False)
+        self.conn: Any = psycopg.connect(dsn, autocommit=True)
+        s = self.SCHEMA_NAME
+        self.conn.execute(f"DROP SCHEMA IF EXISTS {s} CASCADE")
+        self.conn.execute(f"CREATE SCHEMA {s}")
+        self.conn.execute(f"SET search_path TO {s}")
+        self.conn.execute(
+            "CREATE TABLE heads (file_id BIGSERIAL PRIMARY KEY, "
+            'path TEXT COLLATE "C" NOT NULL UNIQUE, version INTEGER NOT NULL, '
+            "sha256 TEXT NOT NULL, size INTEGER NOT NULL, updated_at TIMESTAMPTZ NOT NULL)"
+        )
+        self.conn.execute(
+            "CREATE TABLE versions (file_id BIGINT NOT NULL, number INTEGER NOT NULL, "
+            "sha256 TEXT NOT NULL, size INTEGER NOT NULL, content TEXT NOT NULL, "
+            "created_at TIMESTAMPTZ NOT NULL, PRIMARY KEY (file_id, number))"
+        )
+        self.conn.execute(
+            "CREATE TABLE search_index (file_id BIGINT PRIMARY KEY, "
+            'path TEXT COLLATE "C" NOT NULL, body TEXT NOT NULL, '
+            "tsv tsvector GENERATED ALWAYS AS ("
+            "setweight(to_tsvector('english', path), 'B') || "
+            "setweight(to_tsvector('english', body), 'A')) STORED)"
+        )
+        self.conn.execute("CREATE INDEX search_index_tsv ON search_index USING GIN (tsv)")
+        self.out = Outputs()
+
+    def _insert(self, doc: Doc) -> str:
+        sha, size = _sha(doc.content)
+        c = self.conn
+        (file_id,) = c.execute(
+            "INSERT INTO heads (path, version, sha256, size, updated_at) "
+            "VALUES (%s, 1, %s, %s, now()) RETURNING file_id",
+            (doc.path, sha, size),
+        ).fetchone()
+        c.execute(
+            "INSERT INTO versions VALUES (%s, 1, %s, %s, %s, now())",
+            (file_id, sha, size, doc.content),
+        )
+        c.execute(
+            "INSERT INTO search_index (file_id, path, body) VALUES (%s, %s, %s)",
+            (file_id, doc.path, doc.content),
+        )
+        return sha
+
+    def create(self, doc: Doc) -> None:
+        with self.conn.transaction():
+            self.out.sha[doc.path] = self._insert(doc)
+
+    def bulk_create(self, docs: Sequence[Doc]) -> None:
+        with self.conn.transaction():
+            for doc in docs:
+                self.out.sha[doc.path] = self._insert(doc)
+
+    READ = (
+        "SELECT h.sha256, h.version, v.content FROM heads h "
+        "JOIN versions v ON v.file_id = h.file_id AND v.number = h.version WHERE h.path = %s"
+    )
+
+    def read(self, path: str) -> None:
+        row = self.conn.execute(self.READ, (path,)).fetchone()
+        self.out.reads.append(row[0])
+
+    def _cas(self, path: str, content: str, expected: str) -> str:
+        sha, size = _sha(content)
+        row = self.conn.execute(
+            "UPDATE heads SET version = version + 1, sha256 = %s, size = %s, updated_at = now() "
+            "WHERE path = %s AND sha256 = %s RETURNING file_id, version",
+            (sha, size, path, expected),
+        ).fetchone()
+        if row is None:
+            raise CasFailed(path)
+        file_id, number = row
+        self.conn.execute(
+            "INSERT INTO versions VALUES (%s, %s, %s, %s, %s, now())",
+            (file_id, number, sha, size, content),
+        )
+        self.conn.execute(
+            "UPDATE search_index SET body = %s WHERE file_id = %s", (content, file_id)
+        )
+        return sha
+
+    def cas_write(self, item: CasItem) -> None:
+        with self.conn.transaction():
+            self.out.sha[item.path] = self._cas(item.path, item.content, self.out.sha[item.path])
+
+    def str_replace(self, item: ReplaceItem) -> None:
+        with self.conn.transaction():
+            sha, _version, content = self.conn.execute(
+                self.READ + " FOR UPDATE OF h", (item.path,)
+            ).fetchone()
+            if content.count(item.old) != 1:
+                raise ValueError(f"{item.old!r} does not occur exactly once in {item.path}")
+            new = content.replace(item.old, item.new, 1)
+            self.out.sha[item.path] = self._cas(item.path, new, sha)
+
+    def search(self, item: SearchItem) -> None:
+        tsq = " || ".join("phraseto_tsquery('english', %s)" for _ in item.terms)
+        sql = (
+            f"WITH q AS (SELECT ({tsq}) AS tsq), top AS ("
+            "SELECT s.file_id, s.body, ts_rank(s.tsv, q.tsq) AS score, q.tsq "
+            "FROM search_index s, q WHERE s.tsv @@ q.tsq ORDER BY score DESC LIMIT %s) "
+            "SELECT h.path, top.score, ts_headline('english', top.body, top.tsq, "
+            "'StartSel=[,StopSel=],MaxWords=24,MinWords=8,MaxFragments=1'), h.sha256, h.version "
+            "FROM top JOIN heads h ON h.file_id = top.file_id ORDER BY top.score DESC"
+        )
+        rows = self.conn.execute(sql, (*item.terms, 10)).fetchall()
+        self.out.searches.append([r[0] for r in rows])
+
+    def grep(self, item: GrepItem) -> None:
+        sql = (
+            "SELECT h.path, v.content FROM heads h "
+            "JOIN versions v ON v.file_id = h.file_id AND v.number = h.version"
+        )
+        if item.prefix == "/":
+            cursor = self.conn.execute(sql + " ORDER BY h.path")
+        else:
+            lo, hi = _prefix_range(item.prefix)
+            cursor = self.conn.execute(
+                sql + " WHERE h.path >= %s AND h.path < %s ORDER BY h.path", (lo, hi)
+            )
+        self.out.greps.append(_grep_rows(iter(cursor), item.pattern))
+
+    def bytes_under(self, prefix: str) -> int:
+        if prefix == "/":
+            row = self.conn.execute("SELECT coalesce(sum(size), 0) FROM heads").fetchone()
+        else:
+            lo, hi = _prefix_range(prefix)
+            row = self.conn.execute(
+                "SELECT coalesce(sum(size), 0) FROM heads WHERE path >= %s AND path < %s",
+                (lo, hi),
+            ).fetchone()
+        return int(row[0])
+
+    def match_count(self, item: SearchItem) -> int:
+        tsq = " || ".join("phraseto_tsquery('english', %s)" for _ in item.terms)
+        row = self.conn.execute(
+            f"SELECT count(*) FROM search_index WHERE tsv @@ ({tsq})", item.terms
+        ).fetchone()
+        return int(row[0])
+
+    def checkpoint(self) -> None:
+        self.conn.execute("VACUUM ANALYZE heads")
+        self.conn.execute("VACUUM ANALYZE versions")
+        self.conn.execute("VACUUM ANALYZE search_index")
+
+    def close(self, *, drop: bool = True) -> None:
+        if drop:
+            self.conn.execute(f"DROP SCHEMA IF EXISTS {self.SCHEMA_NAME} CASCADE")
+        self.conn.close()
+
+
+# --- CLI ------------------------------------------------------------------------------------
+
+
+@dataclass
+class CliTiming:
+    memdir_read_ms: float | None
+    python_import_memdir_ms: float | None
+    raw_python_read_ms: float | None
+    note: str = ""
+
+
+def _median_wall(argv: list[str], runs: int, env: dict[str, str]) -> float:
+    times: list[float] = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        subprocess.run(argv, capture_output=True, env=env, check=True)
+        times.append(time.perf_counter() - start)
+    return statistics.median(times) * 1000
+
+
+def time_cli(
+    url: str, store: str, path: str, expected: str, raw_db: Path | None, runs: int
+) -> CliTiming:
+    """Median wall time of ``memdir --db URL read PATH`` and of two reference commands."""
+    exe = REPO / ".venv" / "bin" / "memdir"
+    env = {**os.environ, "MEMDIR_STORE": store}
+    python = sys.executable
+    import_ms = _median_wall([python, "-c", "import memdir"], runs, env)
+    raw_ms: float | None = None
+    if raw_db is not None:
+        code = (
+            "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); "
+            f"sys.stdout.write(c.execute({RawSQLite.READ!r}, (sys.argv[2],)).fetchone()[2])"
+        )
+        raw_ms = _median_wall([python, "-c", code, str(raw_db), path], runs, env)
+    if not exe.exists():
+        return CliTiming(None, import_ms, raw_ms, f"{exe} does not exist")
+    argv = [str(exe), "--db", url, "read", path]
+    probe = subprocess.run(argv, capture_output=True, text=True, env=env)
+    first_line = expected.splitlines()[0]
+    if probe.returncode != 0 or first_line not in probe.stdout:
+        why = (probe.stderr.strip().splitlines() or ["no output"])[-1][:160]
+        return CliTiming(None, import_ms, raw_ms, f"`memdir read` not runnable yet: {why}")
+    return CliTiming(_median_wall(argv, runs, env), import_ms, raw_ms)
+
+
+# --- the run ----------------------------------------------------------------------------------
+
+
+@dataclass
+class OpResult:
+    name: str
+    memdir: Stats
+    raw: Stats
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.memdir.p95_ms / self.raw.p95_ms if self.raw.p95_ms > 0 else float("nan")
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "memdir": self.memdir.to_dict(),
+            "raw": self.raw.to_dict(),
+            "ratio_p95": self.ratio,
+            "note": self.note,
+        }
+
+
+TARGETS = {"read": 3.0, "CAS overwrite": 3.0, "search (all)": 2.0}
+
+
+def _chunks(seq: Sequence[Any], size: int) -> Iterator[Sequence[Any]]:
+    for start in range(0, len(seq), size):
+        yield seq[start : start + size]
+
+
+def _log(message: str) -> None:
+    print(f"[{time.strftime('%H:%M:%S')}] {message}", file=sys.stderr, flush=True)
+
+
+def run_size(
+    n_files: int,
+    args: argparse.Namespace,
+    corpus: Corpus,
+    workdir: Path,
+) -> dict[str, Any]:
+    seed = args.seed
+    rng = random.Random(f"ops:{seed}:{n_files}")
+    is_pg = args.db is not None and args.db.startswith(("postgresql", "postgres"))
+    store = "default" if not is_pg else f"bench-{n_files}-{os.getpid()}"
+    if args.db is None:
+        memdir_url = f"sqlite:///{workdir / f'memdir-{n_files}.db'}"
+    elif is_pg:
+        memdir_url = args.db
+    else:
+        base = sa.make_url(args.db).database or str(workdir / "memdir.db")
+        memdir_url = f"sqlite:///{base}.{n_files}.db"
+        for suffix in ("", "-wal", "-shm"):
+            Path(f"{base}.{n_files}.db{suffix}").unlink(missing_ok=True)
+    svc = memdir.open(memdir_url, create=True)
+    svc.create_store(OWNER, store, exist_ok=False)
+    mem = MemdirBackend(svc, store)
+    raw_db: Path | None = None
+    raw: RawSQLite | RawPostgres
+    if is_pg:
+        raw = RawPostgres(args.db)
+    else:
+        raw_db = Path(sa.make_url(memdir_url).database or "").with_suffix(".raw.db")
+        raw = RawSQLite(raw_db, flat_search=args.raw_flat_search)
+
+    results: list[OpResult] = []
+    notes: list[str] = []
+    timings: dict[str, float] = {}
+    started = time.perf_counter()
+
+    # create: one file per commit for a sample, then bulk-load the rest.
+    sample = min(n_files, args.create_sample)
+    paths = [file_path(i, n_files) for i in range(n_files)]
+    _log(f"{n_files} files: creating {sample} one by one")
+    docs = [Doc(paths[i], corpus.content(i)) for i in range(sample)]
+    gc.collect()
+    lat_m, lat_r = run_interleaved(mem.create, raw.create, docs, chunk=100)
+    results.append(OpResult("create (if_absent)", Stats.of(lat_m), Stats.of(lat_r)))
+    del docs
+    if sample < n_files:
+        _log(f"bulk-loading files {sample}..{n_files} ({BULK_BATCH} per commit)")
+        bulk_m: list[float] = []
+        bulk_r: list[float] = []
+        for batch in _chunks(range(sample, n_files), BULK_BATCH):
+            docs = [Doc(paths[i], corpus.content(i)) for i in batch]
+            t0 = time.perf_counter()
+            mem.bulk_create(docs)
+            t1 = time.perf_counter()
+            raw.bulk_create(docs)
+            t2 = time.perf_counter()
+            bulk_m.append(t1 - t0)
+            bulk_r.append(t2 - t1)
+        loaded = n_files - sample
+        sm, sr = Stats.of(bulk_m), Stats.of(bulk_r)
+        # ops/s in files per second; p50/p95 are per commit of BULK_BATCH files.
+        sm = Stats(sm.n, loaded / sum(bulk_m), sm.p50_ms, sm.p95_ms, sm.mean_ms, sm.max_ms)
+        sr = Stats(sr.n, loaded / sum(bulk_r), sr.p50_ms, sr.p95_ms, sr.mean_ms, sr.max_ms)
+        results.append(
+            OpResult(
+                f"bulk create ({BULK_BATCH}/commit)", sm, sr, "ops/s = files/s; p = per commit"
+            )
+        )
+        notes.append(
+            f"create measured one file per commit on the first {sample} files; the other "
+            f"{loaded} were bulk-loaded through svc.commit with {BULK_BATCH} Write ops per "
+            "commit (raw: one transaction per batch)"
+        )
+    timings["load_s"] = time.perf_counter() - started
+    _checkpoint(memdir_url, raw, is_pg)
+
+    # read
+    _log("read")
+    read_paths = rng.choices(paths, k=args.ops)
+    gc.collect()
+    lat_m, lat_r = run_interleaved(mem.read, raw.read, read_paths, warmup=50)
+    results.append(OpResult("read", Stats.of(lat_m), Stats.of(lat_r)))
+
+    # CAS overwrite and str_replace: the same chains on both sides.
+    _log("CAS overwrite")
+    revs: dict[str, int] = {}
+    index_of = {p: i for i, p in enumerate(paths)}
+    cas_items: list[CasItem] = []
+    for j, path in enumerate(rng.choices(paths, k=args.ops)):
+        revs[path] = revs.get(path, 0) + 1
+        cas_items.append(CasItem(path, corpus.content(index_of[path], j + 1, revs[path])))
+    gc.collect()
+    lat_m, lat_r = run_interleaved(mem.cas_write, raw.cas_write, cas_items, warmup=20)
+    results.append(OpResult("CAS overwrite", Stats.of(lat_m), Stats.of(lat_r)))
+
+    _log("str_replace")
+    rep_items: list[ReplaceItem] = []
+    for path in rng.choices(paths, k=args.ops):
+        rev = revs.get(path, 0)
+        revs[path] = rev + 1
+        rep_items.append(ReplaceItem(path, MARKER.format(rev), MARKER.format(rev + 1)))
+    gc.collect()
+    lat_m, lat_r = run_interleaved(mem.str_replace, raw.str_replace, rep_items, warmup=20)
+    results.append(OpResult("str_replace", Stats.of(lat_m), Stats.of(lat_r)))
+    _checkpoint(memdir_url, raw, is_pg)
+
+    # search
+    _log("search")
+    queries = make_queries(corpus, args.queries, seed)
+    matched = {q: raw.match_count(q) for q in queries}
+    mem.out.searches.clear()
+    raw.out.searches.clear()
+    for q in queries[:15]:  # warm the FTS pages on both sides
+        mem.search(q)
+        raw.search(q)
+    mem.out.searches.clear()
+    raw.out.searches.clear()
+    gc.collect()
+    lat_m, lat_r = run_interleaved(mem.search, raw.search, queries, chunk=10)
+    agree = sum(set(a) == set(b) for a, b in zip(mem.out.searches, raw.out.searches, strict=True))
+    results.append(
+        OpResult(
+            "search (all)",
+            Stats.of(lat_m),
+            Stats.of(lat_r),
+            f"same top-10 set on {agree}/{len(queries)} queries",
+        )
+    )
+    for kind in ("rare", "middling", "common"):
+        picks = [i for i, q in enumerate(queries) if q.kind == kind]
+        avg = statistics.mean(matched[queries[i]] for i in picks)
+        results.append(
+            OpResult(
+                f"  search ({kind})",
+                Stats.of([lat_m[i] for i in picks]),
+                Stats.of([lat_r[i] for i in picks]),
+                f"avg {avg:,.0f} matching files",
+            )
+        )
+
+    # grep: regexes over middling words (few matches, so the whole range is scanned), over a
+    # prefix and the whole store. An alternation has no literal every match must contain; a
+    # single word has one (memdir may narrow the candidate files in SQL with it).
+    _log("grep")
+    words = corpus.band("middling")[:2]
+    alternation = r"\b(?:" + "|".join(words) + r")\b"
+    literal = r"\b" + words[0] + r"\b"
+    grep_out: dict[str, dict[str, float]] = {}
+    cases = (
+        ("grep /projects/p1/ (a|b)", alternation, "/projects/p1/", args.grep_calls * 3),
+        ("grep / (a|b)", alternation, "/", args.grep_calls),
+        ("grep / (one word)", literal, "/", args.grep_calls),
+    )
+    for name, pattern, prefix, calls in cases:
+        item = GrepItem(pattern, prefix)
+        mem.out.greps.clear()
+        raw.out.greps.clear()
+        gc.collect()
+        lat_m, lat_r = run_interleaved(mem.grep, raw.grep, [item] * (calls + 1), chunk=1, warmup=1)
+        scanned = raw.bytes_under(prefix)
+        same = mem.out.greps == raw.out.greps
+        result = OpResult(
+            name,
+            Stats.of(lat_m),
+            Stats.of(lat_r),
+            f"{raw.out.greps[-1]} matching lines{'' if same else ' (MISMATCH)'}",
+        )
+        results.append(result)
+        grep_out[name] = {
+            "bytes_scanned": scanned,
+            "memdir_mb_s": scanned / 1e6 / (result.memdir.mean_ms / 1000),
+            "raw_mb_s": scanned / 1e6 / (result.raw.mean_ms / 1000),
+        }
+
+    read_ok = mem.out.reads == raw.out.reads
+    if not read_ok:
+        notes.append("MISMATCH: memdir and raw returned different sha256 on reads")
+    timings["measure_s"] = time.perf_counter() - started
+
+    # CLI
+    _log("CLI read")
+    probe = paths[len(paths) // 2]
+    expected = svc.read(OWNER, store, probe).content
+    cli = time_cli(memdir_url, store, probe, expected, raw_db, args.cli_runs)
+
+    mem.close()
+    if isinstance(raw, RawPostgres):
+        raw.close(drop=not args.keep)
+        if not args.keep:
+            cleanup = memdir.open(memdir_url)
+            cleanup.delete_store(OWNER, store)
+            cleanup.db.close()
+    else:
+        raw.close()
+    timings["total_s"] = time.perf_counter() - started
+    return {
+        "files": n_files,
+        "backend": "postgresql" if is_pg else "sqlite",
+        "ops": {r.name.strip(): r.to_dict() for r in results},
+        "grep": grep_out,
+        "cli": cli.__dict__,
+        "notes": notes,
+        "timings": timings,
+        "_results": results,
+    }
+
+
+def _checkpoint(memdir_url: str, raw: RawSQLite | RawPostgres, is_pg: bool) -> None:
+    """Settle both databases after a write phase (WAL checkpoint / VACUUM ANALYZE)."""
+    raw.checkpoint()
+    if is_pg:
+        engine = sa.create_engine(
+            sa.make_url(memdir_url).set(drivername="postgresql+psycopg"),
+            isolation_level="AUTOCOMMIT",
+        )
+        with engine.connect() as conn:
+            for table in ("heads", "blobs", "versions", "search_index", "files", "commits"):
+                conn.exec_driver_sql(f"VACUUM ANALYZE {table}")
+        engine.dispose()
+    else:
+        database = sa.make_url(memdir_url).database
+        lite = sqlite3.connect(str(database))
+        lite.execute("PRAGMA wal_checkpoint(TRUNCATE)")
+        lite.close()
+
+
+def report(data: dict[str, Any]) -> tuple[str, bool]:
+    results: list[OpResult] = data["_results"]
+    headers = [
+        "operation", "memdir ops/s", "p50 ms", "p95 ms", "raw ops/s", "p50 ms", "p95 ms",
+        "ratio p95", "note",
+    ]  # fmt: skip
+    rows = [
+        [
+            r.name,
+            fmt(r.memdir.ops_per_s, 1),
+            fmt(r.memdir.p50_ms, 3),
+            fmt(r.memdir.p95_ms, 3),
+            fmt(r.raw.ops_per_s, 1),
+            fmt(r.raw.p50_ms, 3),
+            fmt(r.raw.p95_ms, 3),
+            fmt(r.ratio, 2) + "x",
+            r.note,
+        ]
+        for r in results
+    ]
+    lines = [
+        f"== {data['files']:,} files, {data['backend']} "
+        f"(load {data['timings']['load_s']:.0f}s, total {data['timings']['total_s']:.0f}s) ==",
+        format_table(headers, rows),
+        "",
+    ]
+    for name, g in data["grep"].items():
+        lines.append(
+            f"{name}: {g['bytes_scanned'] / 1e6:.1f} MB scanned per call; memdir "
+            f"{g['memdir_mb_s']:.0f} MB/s, raw {g['raw_mb_s']:.0f} MB/s"
+        )
+    cli: dict[str, Any] = data["cli"]
+    cli_text = "n/a" if cli["memdir_read_ms"] is None else f"{cli['memdir_read_ms']:.0f} ms"
+    lines.append(
+        f"CLI `memdir --db ... read PATH` median wall time: {cli_text}"
+        + (f" ({cli['note']})" if cli["note"] else "")
+    )
+    ref = [f"`python -c 'import memdir'` {cli['python_import_memdir_ms']:.0f} ms"]
+    if cli["raw_python_read_ms"] is not None:
+        ref.append(f"`python -c <sqlite3 read>` {cli['raw_python_read_ms']:.0f} ms")
+    lines.append("  for reference: " + ", ".join(ref))
+    for note in data["notes"]:
+        lines.append(f"note: {note}")
+    all_pass = True
+    by_name = {r.name: r for r in results}
+    for name, limit in TARGETS.items():
+        r = by_name[name]
+        ok = r.ratio <= limit
+        all_pass &= ok
+        lines.append(
+            f"{'PASS' if ok else 'FAIL'}: {name} p95 {r.memdir.p95_ms:.3f} ms is "
+            f"{r.ratio:.2f}x raw ({r.raw.p95_ms:.3f} ms); target <= {limit:g}x"
+        )
+    return "\n".join(lines), all_pass
+
+
+def source_state() -> str:
+    """The memdir commit measured (with ``+dirty`` when the work tree has local changes)."""
+    try:
+        head = subprocess.run(
+            ["git", "-C", str(REPO), "rev-parse", "--short", "HEAD"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "-C", str(REPO), "status", "--porcelain", "--", "src"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--files", type=int, nargs="+", default=[10_000, 100_000])
+    parser.add_argument(
+        "--db",
+        help="database URL for memdir (default: SQLite files in a temporary directory); "
+        "postgresql://USER@HOST:PORT/DB uses a throwaway store and a raw schema there",
+    )
+    parser.add_argument("--ops", type=int, default=2000, help="reads / CAS / str_replace calls")
+    parser.add_argument("--queries", type=int, default=300, help="search calls (1/3 per band)")
+    parser.add_argument("--grep-calls", type=int, default=5, help="whole-store grep calls")
+    parser.add_argument("--create-sample", type=int, default=10_000,
+                        help="files created one per commit; the rest are bulk-loaded")  # fmt: skip
+    parser.add_argument("--cli-runs", type=int, default=10)
+    parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--raw-flat-search", action="store_true",
+                        help="raw search with memdir's single-SELECT shape (snippet on every "
+                        "match) instead of top-10 first")  # fmt: skip
+    parser.add_argument("--keep", action="store_true", help="keep the databases")
+    parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")
+    args = parser.parse_args(argv)
+
+    corpus = Corpus(args.seed)
+    workdir = Path(tempfile.mkdtemp(prefix="memdir-bench-"))
+    out: list[dict[str, Any]] = []
+    all_pass = True
+    try:
+        for n_files in args.files:
+            data = run_size(n_files, args, corpus, workdir)
+            text, ok = report(data)
+            all_pass &= ok
+            print(text, flush=True)
+            print()
+            data.pop("_results")
+            out.append(data)
+    finally:
+        if args.keep:
+            print(f"databases kept in {workdir}", file=sys.stderr)
+        else:
+            shutil.rmtree(workdir, ignore_errors=True)
+    print(f"overall: {'PASS' if all_pass else 'FAIL'} (memdir {source_state()})")
+    if args.json:
+        write_json(
+            args.json,
+            {"seed": args.seed, "ops": args.ops, "source": source_state(), "runs": out},
+        )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,115 @@
+"""Access decisions for one principal in one store, inside one transaction.
+
+:class:`Access` combines the store's policy (the admin-only file ``/.memdir/policy.yaml``, or
+the built-in default) with the token scope the principal authenticated with, and turns
+decisions into the errors DESIGN.md prescribes: no read right → :class:`NotFound` (the same
+message a missing file gets, so existence never leaks); a read right but not the action →
+:class:`Forbidden`.
+
+Compiled policies are cached by the policy file's sha256, so a changed policy takes effect on
+the next transaction and an unchanged one is parsed once.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from memdir.core.errors import Forbidden, NotFound
+from memdir.core.globs import compile_glob
+from memdir.core.model import Principal
+from memdir.core.policy import (
+    DEFAULT_POLICY_YAML,
+    POLICY_PATH,
+    CompiledPolicy,
+    Decision,
+    parse_policy,
+)
+from memdir.storage.repository import Repository
+
+__all__ = ["Access", "PolicyCache", "missing"]
+
+
+def missing(path: str) -> NotFound:
+    """The one message for a file that does not exist or may not be seen."""
+    return NotFound(
+        f"{path} does not exist; list files with `memdir ls` or search with `memdir search`",
+        path=path,
+    )
+
+
+class PolicyCache:
+    """Compiled policies by the sha256 of their source (None: the built-in default)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._by_sha: dict[str | None, CompiledPolicy] = {}
+
+    def get(self, repo: Repository, store_id: int) -> CompiledPolicy:
+        head = repo.head(store_id, POLICY_PATH)
+        sha = None if head is None else str(head.sha256)
+        return self.get_by_sha(sha, lambda: repo.blob(store_id, sha or "") or "")
+
+    def get_by_sha(self, sha: str | None, load: Callable[[], str]) -> CompiledPolicy:
+        """The compiled policy whose source has this sha256 (``load`` fetches it on a miss)."""
+        with self._lock:
+            found = self._by_sha.get(sha)
+        if found is not None:
+            return found
+        text = DEFAULT_POLICY_YAML if sha is None else load()
+        compiled = CompiledPolicy(parse_policy(text))
+        with self._lock:
+            if len(self._by_sha) > 64:
+                self._by_sha.clear()
+            self._by_sha[sha] = compiled
+        return compiled
+
+
+@dataclass
+class Access:
+    """What ``principal`` may do in one store (evaluated lazily, per path)."""
+
+    principal: Principal
+    policy: CompiledPolicy | None  # None for the database owner: no policy to load
+
+    def check(self, action: str, path: str) -> Decision:
+        """The policy's decision, narrowed by the principal's token scope."""
+        if self.policy is None:
+            return Decision(True, action, path, self.principal.id, None, "database owner")
+        decision = self.policy.check(self.principal, action, path)
+        scope = self.principal.scope
+        if decision.allowed and scope is not None:
+            if action not in scope.actions and not (
+                action == "propose" and "write" in scope.actions
+            ):
+                return Decision(False, action, path, self.principal.id, None,
+                                f"the token does not allow {action}")  # fmt: skip
+            if not any(compile_glob(p).match(path) for p in scope.paths):
+                return Decision(False, action, path, self.principal.id, None,
+                                "the token is limited to " + ", ".join(scope.paths))  # fmt: skip
+        return decision
+
+    def allowed(self, action: str, path: str) -> bool:
+        return self.check(action, path).allowed
+
+    def can_read(self, path: str) -> bool:
+        return self.allowed("read", path)
+
+    def require_read(self, path: str) -> None:
+        if not self.can_read(path):
+            raise missing(path)
+
+    def require(self, action: str, path: str) -> None:
+        """Allow ``action`` on ``path`` or raise NotFound (unreadable) / Forbidden."""
+        decision = self.check(action, path)
+        if decision.allowed:
+            return
+        if not self.can_read(path) and not self.allowed("propose", path):
+            raise missing(path)
+        raise Forbidden(
+            f"{self.principal.id} may not {action} {path}: {decision.reason}",
+            path=path,
+            action=action,
+            rule=decision.rule,
+        )

@@ -1,0 +1,223 @@
+"""The guard's data types and the plug-in seam every detector goes through.
+
+A *detector* is any object with a ``name`` and a ``scan(doc)`` method returning findings
+(:class:`Detector`). :func:`memdir.guard.screen` builds one :class:`Document` per call, runs the
+detectors in order and returns their findings sorted by position. The built-in detectors use
+exactly this seam; third parties add theirs to a copy of ``DEFAULT_DETECTORS``.
+
+Invariants every detector keeps (and :func:`memdir.guard.screen` re-checks):
+
+- spans are character offsets into the content (Python ``str`` indices, not bytes);
+- ``line`` is 1-based and is the line holding ``start``;
+- no raw secret value ever appears in ``excerpt`` or ``reason``: excerpts are built with
+  :meth:`Document.excerpt`, which masks every secret span reported so far, and secrets are
+  shown only through :func:`mask_secret`.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Final, Literal, Protocol, runtime_checkable
+
+__all__ = [
+    "CATEGORIES",
+    "Category",
+    "Detector",
+    "Document",
+    "Finding",
+    "mask_secret",
+]
+
+Category = Literal["secret", "injection", "provenance"]
+CATEGORIES: Final = ("secret", "injection", "provenance")
+
+#: Longest excerpt kept in a finding, in characters (before escaping invisible characters).
+EXCERPT_LIMIT: Final = 120
+
+
+@dataclass(frozen=True)
+class Finding:
+    """One thing the guard found in a write.
+
+    ``rule`` is a stable id (``"secret.aws-access-key"``, ``"injection.override-instructions"``,
+    ``"unicode.bidi-control"``, ...) that configuration and tests may rely on; ``category`` is
+    one of ``"secret"``, ``"injection"`` or ``"provenance"`` and is what the service maps to an
+    action. ``start``/``end`` is the character span in the content: for a secret, the secret
+    value itself (what a redaction removes); for a whole-write finding (provenance), ``0, 0``.
+    ``line`` is the 1-based line of ``start``. ``reason`` is one line a person or a model
+    understands. ``excerpt`` is the matched text with secrets masked and invisible characters
+    written as ``<U+202E>``, at most about :data:`EXCERPT_LIMIT` characters.
+    """
+
+    rule: str
+    category: str
+    start: int
+    end: int
+    line: int
+    reason: str
+    excerpt: str
+
+
+@runtime_checkable
+class Detector(Protocol):
+    """A guard plug-in: pure, no I/O, deterministic; ``name`` is a short stable id."""
+
+    @property
+    def name(self) -> str: ...
+
+    def scan(self, doc: Document) -> list[Finding]:
+        """Return the findings in ``doc`` (any order; ``screen`` sorts them)."""
+        ...
+
+
+def mask_secret(value: str) -> str:
+    """A display form of a secret that never reveals it.
+
+    Values of 20 characters or more keep their first four characters (usually a public type
+    prefix such as ``AKIA`` or ``ghp_``, which tells a reviewer what leaked); shorter values
+    keep nothing. The length is given so two different secrets can be told apart.
+    """
+    shown = value[:4] if len(value) >= 20 else ""
+    return f"{shown}{'*' * 8}[{len(value)} chars]"
+
+
+_VISIBLE_FORMAT: Final = frozenset("\t")
+_TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
+_SPLIT_ASCII: Final = {i: " " for i in range(128) if not chr(i).isalnum()} | {
+    ord(c): " " for c in "\u00a0\u2013\u2014\u2018\u2019\u201c\u201d\u2026"
+}
+
+
+def _escape_invisible(text: str) -> str:
+    """Write control, format and line-separator characters as ``<U+XXXX>``; newlines as ``⏎``."""
+    out: list[str] = []
+    for ch in text:
+        if ch == "\n":
+            out.append("⏎")
+        elif ch in _VISIBLE_FORMAT or ch.isprintable():
+            out.append(ch)
+        elif unicodedata.category(ch) in ("Cf", "Cc", "Zl", "Zp", "Co", "Cn", "Cs"):
+            out.append(f"<U+{ord(ch):04X}>")
+        else:
+            out.append(ch)
+    return "".join(out)
+
+
+@dataclass
+class Document:
+    """One write being screened, with the derived views detectors share.
+
+    Built once per :func:`memdir.guard.screen` call. ``lowered`` is for cheap keyword
+    prefilters only (``str.lower`` may change lengths, so never take spans from it).
+    """
+
+    content: str
+    path: str
+    source_kind: str | None = None
+    _line_starts: list[int] | None = field(default=None, repr=False)
+    _lowered: str | None = field(default=None, repr=False)
+    _words: frozenset[str] | None = field(default=None, repr=False)
+    _token_runs: list[tuple[int, int]] | None = field(default=None, repr=False)
+    _secret_spans: list[tuple[int, int]] = field(default_factory=list, repr=False)
+
+    @property
+    def lowered(self) -> str:
+        if self._lowered is None:
+            self._lowered = self.content.lower()
+        return self._lowered
+
+    @property
+    def words(self) -> frozenset[str]:
+        """Lowercase words: split on ASCII non-alphanumerics and typographic punctuation."""
+        if self._words is None:
+            self._words = frozenset(self.lowered.translate(_SPLIT_ASCII).split())
+        return self._words
+
+    @property
+    def token_runs(self) -> list[tuple[int, int]]:
+        """Spans of runs of 16+ base64/base64url characters (``[A-Za-z0-9+/=_-]``).
+
+        Every credential format and every encoded blob lies inside one; detectors share the
+        one scan.
+        """
+        if self._token_runs is None:
+            self._token_runs = [m.span() for m in _TOKEN_RUN.finditer(self.content)]
+        return self._token_runs
+
+    @property
+    def line_starts(self) -> list[int]:
+        """Offsets at which each line starts (``line_starts[0] == 0``)."""
+        if self._line_starts is None:
+            starts = [0]
+            find = self.content.find
+            pos = find("\n")
+            while pos != -1:
+                starts.append(pos + 1)
+                pos = find("\n", pos + 1)
+            self._line_starts = starts
+        return self._line_starts
+
+    def context(self, start: int, end: int, chars: int = 20) -> tuple[int, int]:
+        """``start, end`` widened by up to ``chars`` on each side, without leaving the line."""
+        starts = self.line_starts
+        line = self.line_of(start)
+        line_start = starts[line - 1]
+        next_start = starts[line] if line < len(starts) else len(self.content) + 1
+        return max(line_start, start - chars), min(next_start - 1, end + chars)
+
+    def line_of(self, offset: int) -> int:
+        """1-based line number holding character ``offset``."""
+        return bisect.bisect_right(self.line_starts, offset)
+
+    @property
+    def secret_spans(self) -> tuple[tuple[int, int], ...]:
+        return tuple(self._secret_spans)
+
+    def add_secret_span(self, start: int, end: int) -> None:
+        """Record a secret so that later excerpts mask it."""
+        if end > start and (start, end) not in self._secret_spans:
+            self._secret_spans.append((start, end))
+
+    def excerpt(self, start: int, end: int, limit: int = EXCERPT_LIMIT) -> str:
+        """``content[start:end]`` with known secrets masked, invisibles escaped, truncated."""
+        start = max(0, start)
+        end = min(len(self.content), end)
+        pieces: list[str] = []
+        pos = start
+        for s_start, s_end in sorted(self._secret_spans):
+            if s_end <= pos or s_start >= end:
+                continue
+            if s_start > pos:
+                pieces.append(self.content[pos:s_start])
+            pieces.append(mask_secret(self.content[s_start:s_end]))
+            pos = max(pos, s_end)
+        if pos < end:
+            pieces.append(self.content[pos:end])
+        text = "".join(pieces)
+        if len(text) > limit:
+            text = text[: limit - 1] + "…"
+        return _escape_invisible(text)
+
+    def finding(
+        self,
+        rule: str,
+        category: Category,
+        start: int,
+        end: int,
+        reason: str,
+        *,
+        excerpt: str | None = None,
+    ) -> Finding:
+        """Build a :class:`Finding`, computing the line and (unless given) the excerpt."""
+        return Finding(
+            rule=rule,
+            category=category,
+            start=start,
+            end=end,
+            line=self.line_of(start),
+            reason=reason,
+            excerpt=self.excerpt(start, end) if excerpt is None else excerpt,
+        )

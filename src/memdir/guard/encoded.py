@@ -1,0 +1,113 @@
+"""Long encoded blobs: data a person cannot read but a model can decode and obey.
+
+Why: memory is meant to be read. A long base64 or hex run is opaque to a reviewer, yet a model
+asked to "decode and follow" it will; it is also how binaries, archives and stolen data get
+smuggled into shared files.
+
+Rules (category ``"injection"``):
+
+- ``encoded.long-base64`` — a base64 / base64url run of more than :data:`MIN_BLOB` (200)
+  characters, including the usual line-wrapped form (consecutive lines of 40+ base64
+  characters), that mixes upper-case, lower-case letters and digits (so ``-----`` rules and
+  ``aaaa…`` padding are not blobs).
+- ``encoded.long-hex`` — a hex run of more than :data:`MIN_BLOB` characters using 10+ distinct
+  digits.
+
+Not findings: runs inside a PEM ``-----BEGIN …-----`` / ``-----END …-----`` block (a private key
+is already reported by the secrets detector; a certificate or public key is fine to keep) and
+runs overlapping a secret already reported. The reason says when the blob decodes to text.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+import string
+from typing import Final
+
+from memdir.guard.base import Document, Finding
+
+__all__ = ["MIN_BLOB", "EncodedBlobDetector"]
+
+#: A run longer than this many encoded characters (newlines not counted) is a blob.
+MIN_BLOB: Final = 200
+
+#: Shortest line of a wrapped blob (PEM and MIME wrap base64 at 64 and 76).
+_MIN_LINE: Final = 40
+_WRAP: Final = re.compile(r"[ \t]*\r?\n[ \t]*")
+_PEM: Final = re.compile(r"-----BEGIN [A-Z0-9 ]+-----[\s\S]*?-----END [A-Z0-9 ]+-----")
+_WS: Final = re.compile(r"\s+")
+
+
+def _decodes_to_text(blob: str) -> bool:
+    try:
+        padded = blob + "=" * (-len(blob) % 4)
+        raw = base64.b64decode(padded.replace("-", "+").replace("_", "/"), validate=True)
+        text = raw.decode("utf-8")
+    except (binascii.Error, ValueError):
+        return False
+    return sum(c.isprintable() or c.isspace() for c in text) >= 0.95 * max(1, len(text))
+
+
+class EncodedBlobDetector:
+    """Base64 and hex runs longer than :data:`MIN_BLOB` characters outside PEM blocks."""
+
+    name = "encoded"
+
+    def scan(self, doc: Document) -> list[Finding]:
+        text = doc.content
+        if len(text) <= MIN_BLOB:
+            return []
+        candidates = self._wrapped_runs(text, doc.token_runs)
+        if not candidates:
+            return []
+        excluded = [m.span() for m in _PEM.finditer(text)] if "-----BEGIN " in text else []
+        excluded.extend(doc.secret_spans)
+        findings: list[Finding] = []
+        for start, end in candidates:
+            if any(start < e and s < end for s, e in excluded):
+                continue
+            blob = _WS.sub("", text[start:end])
+            if len(blob) <= MIN_BLOB:
+                continue
+            if all(c in string.hexdigits for c in blob):
+                if len(set(blob.lower())) < 10:
+                    continue
+                rule, what = "encoded.long-hex", f"{len(blob)}-digit hex run"
+            else:
+                core = blob.rstrip("=")
+                if not (
+                    any(c.isupper() for c in core)
+                    and any(c.islower() for c in core)
+                    and any(c.isdigit() for c in core)
+                ):
+                    continue
+                rule, what = "encoded.long-base64", f"{len(blob)}-character base64 run"
+                if _decodes_to_text(blob):
+                    what += " that decodes to readable text"
+            findings.append(
+                doc.finding(
+                    rule,
+                    "injection",
+                    start,
+                    end,
+                    f"{what}: opaque to reviewers but decodable by a model, a common way to"
+                    " smuggle instructions or data into shared memory",
+                    excerpt=doc.excerpt(start, min(end, start + 60)),
+                )
+            )
+        return findings
+
+    @staticmethod
+    def _wrapped_runs(text: str, runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """Join runs of 40+ characters separated only by a line break; keep the long ones."""
+        joined: list[tuple[int, int]] = []
+        for start, end in runs:
+            if end - start < _MIN_LINE:
+                continue
+            if joined and _WRAP.fullmatch(text, joined[-1][1], start):
+                joined[-1] = (joined[-1][0], end)
+            else:
+                joined.append((start, end))
+        return [(s, e) for s, e in joined if e - s > MIN_BLOB]

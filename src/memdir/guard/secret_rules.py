@@ -1,0 +1,306 @@
+"""The secret rules: hand-written credential patterns and how each detect-secrets plugin is used.
+
+Kept apart from the scanning code in :mod:`memdir.guard.secrets` so the list of formats reads as
+one table. Every gate here is a *necessary* condition of a match — a literal every match
+contains, a minimum run of token characters — so gates change cost, never results.
+"""
+
+from __future__ import annotations
+
+import re
+import string
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Final
+
+__all__ = [
+    "HAND_PATTERNS",
+    "PLUGIN_RULES",
+    "PluginRule",
+    "SecretPattern",
+    "is_digest_id",
+    "looks_like_placeholder",
+]
+
+_TEMPLATED = re.compile(r"^(?:\$\{?|\{\{?|<|%\(|\[)|(?:\}\}?|>|\)s|\])$")
+_PLACEHOLDER_WORDS = re.compile(
+    r"your|example|placeholder|redacted|changeme|dummy|sample|xxx|\.\.\.|<|>|todo|fixme|here",
+    re.IGNORECASE,
+)
+_IDENTIFIER_ONLY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z]{4,})$")
+_STAND_INS = frozenset({"password", "passwd", "secret", "token", "apikey", "none", "null"})
+
+
+def looks_like_placeholder(value: str) -> bool:
+    """True for values that stand for a secret rather than being one.
+
+    Templated (``${X}``, ``{{x}}``, ``<x>``, ``%(x)s``), shell expansions (``$X``),
+    masked (``****``, ``xxxx``), words such as ``your``/``example``/``changeme``, or a plain
+    identifier without digits (``YOUR_API_KEY``, ``api_key``, ``TOKEN``): such strings are
+    documentation, not credentials.
+    """
+    if len(value) < 4 or value.startswith("$") or _TEMPLATED.search(value):
+        return True
+    if len(set(value.lower())) <= 2 or _PLACEHOLDER_WORDS.search(value):
+        return True
+    if value.lower() in _STAND_INS:
+        return True
+    return bool(_IDENTIFIER_ONLY.match(value)) and not any(c.isdigit() for c in value)
+
+
+def is_digest_id(value: str) -> bool:
+    """A git commit id or SHA-256 digest (40 or 64 hex digits): quoted often, not a secret."""
+    return len(value) in (40, 64) and all(c in string.hexdigits for c in value)
+
+
+def _mixed_classes(value: str) -> bool:
+    """Has a digit, an upper- and a lower-case letter: every random key of 32+ chars does."""
+    return (
+        any(c.isdigit() for c in value)
+        and any(c.isupper() for c in value)
+        and any(c.islower() for c in value)
+    )
+
+
+@dataclass(frozen=True)
+class SecretPattern:
+    """A hand-written secret rule: ``pattern``'s group ``secret`` is the value.
+
+    ``prefixes`` are literals of which at least one must occur in the text before the regex
+    runs (lowercase, looked up in the lowered text; with ``cased``, in the text as written);
+    ``accept`` rejects look-alikes; ``priority`` settles overlaps (specific formats 3,
+    connection strings 2, generic assignments 1). Every match lies within ``reach`` characters
+    of a prefix occurrence, so only those windows are searched (``None``: the whole text).
+    """
+
+    rule: str
+    label: str
+    pattern: re.Pattern[str]
+    prefixes: tuple[str, ...]
+    priority: int = 3
+    accept: Callable[[str], bool] | None = None
+    cased: bool = False
+    reach: int | None = 300
+
+
+def _not_placeholder(value: str) -> bool:
+    return not looks_like_placeholder(value)
+
+
+HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
+    SecretPattern(
+        "secret.anthropic-key",
+        "Anthropic API key",
+        re.compile(r"(?<![\w-])(?P<secret>sk-ant-[A-Za-z0-9_-]{32,})"),
+        ("sk-ant-",),
+    ),
+    SecretPattern(
+        "secret.openai-key",
+        "OpenAI API key",
+        re.compile(
+            r"(?<![\w-])(?P<secret>sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,})"
+        ),
+        ("sk-",),
+        accept=_mixed_classes,
+    ),
+    SecretPattern(
+        "secret.google-api-key",
+        "Google API key",
+        re.compile(r"(?<![\w-])(?P<secret>AIza[0-9A-Za-z_-]{35})(?![\w-])"),
+        ("aiza",),
+    ),
+    SecretPattern(
+        "secret.github-token",
+        "GitHub fine-grained personal access token",
+        re.compile(r"(?<!\w)(?P<secret>github_pat_[A-Za-z0-9_]{60,})"),
+        ("github_pat_",),
+    ),
+    SecretPattern(
+        "secret.stripe-key",
+        "Stripe secret key",
+        re.compile(r"(?<!\w)(?P<secret>[rs]k_(?:live|test)_[0-9A-Za-z]{20,})"),
+        ("k_live_", "k_test_"),
+    ),
+    SecretPattern(
+        "secret.bearer-token",
+        "credential in an Authorization header",
+        re.compile(
+            r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer|token|basic)\s+"
+            r"(?P<secret>[A-Za-z0-9._~+/=-]{16,})"
+        ),
+        ("authorization",),
+        accept=_not_placeholder,
+    ),
+    SecretPattern(
+        "secret.private-key",
+        "PEM private key block",
+        re.compile(
+            r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
+            r"[\s\S]*?-----END (?P=kind)-----"
+        ),
+        ("private key",),
+        reach=None,
+    ),
+    SecretPattern(
+        "secret.connection-string",
+        "database or broker connection string with a password",
+        re.compile(
+            r"(?i:\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql"
+            r"|sqlserver|oracle|cockroachdb|clickhouse)(?:\+\w+)?)://[^:\s/@]*:"
+            r"(?P<secret>[^@\s/]+)@"
+        ),
+        (
+            "postgres",
+            "mysql",
+            "mariadb",
+            "mongodb",
+            "redis",
+            "amqp",
+            "mssql",
+            "sqlserver",
+            "oracle",
+            "cockroachdb",
+            "clickhouse",
+        ),
+        priority=2,
+        accept=_not_placeholder,
+    ),
+    SecretPattern(
+        "secret.aws-secret-key",
+        "AWS secret access key",
+        re.compile(
+            r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key"
+            r"|secret access key)[\"']?\W{0,4}?(?:\s+is\s+|\s*[:=]\s*|\s+)[\"']?"
+            r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
+        ),
+        ("aws_secret", "awssecret", "secret_access", "secretaccess", "secret access"),
+    ),
+    SecretPattern(
+        "secret.keyword-assignment",
+        "quoted value assigned to a secret-named key",
+        re.compile(
+            r"(?i:\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token"
+            r"|auth[_-]?token|private[_-]?key))[\"']?\s*(?:=|:|:=|=>)\s*([\"'`])"
+            r"(?P<secret>[^\"'`\s]{4,})\1"
+        ),
+        ("pass", "pwd", "secret", "key", "token"),
+        priority=1,
+        accept=_not_placeholder,
+    ),
+    SecretPattern(
+        "secret.keyword-assignment",
+        "secret assigned to an environment variable",
+        re.compile(
+            r"(?<![\w$])[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY)"
+            r"[A-Z0-9_]*=(?P<secret>[^\s'\"`]{6,})"
+        ),
+        ("PASSWORD", "PASSWD", "SECRET", "TOKEN", "API_KEY", "APIKEY", "PRIVATE_KEY"),
+        priority=1,
+        accept=_not_placeholder,
+        cased=True,
+    ),
+)
+
+
+@dataclass(frozen=True)
+class PluginRule:
+    """How one detect-secrets plugin is used, with the necessary conditions of its matches.
+
+    A plugin looks at a line only if: one literal of ``gate`` occurs in the lowered line (and
+    one of ``also``, if given), one of ``cased`` occurs as written, the line holds a quote when
+    ``quote``, and its longest run of token characters (``[A-Za-z0-9+/=_-]``) has at least
+    ``min_run`` characters. Every match of the plugin satisfies these, so they only save time.
+    """
+
+    rule: str
+    label: str
+    priority: int
+    gate: tuple[str, ...] = ()
+    min_run: int = 16
+    also: tuple[str, ...] = ()
+    cased: tuple[str, ...] = ()
+    quote: bool = False
+
+    def admits(self, low: str, text: str, run: int) -> bool:
+        """Whether a line (``text``, lowered ``low``, longest token run ``run``) may match."""
+        if run < self.min_run or (self.quote and "'" not in text and '"' not in text):
+            return False
+        return _has_any(low, self.gate) and _has_any(low, self.also) and _has_any(text, self.cased)
+
+
+def _has_any(text: str, literals: tuple[str, ...]) -> bool:
+    """True if ``literals`` is empty or one of them occurs in ``text``."""
+    return not literals or any(literal in text for literal in literals)
+
+
+_GITLAB: Final = ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-",
+                  "glimt-", "glptt-", "glagent-", "gloas-")  # fmt: skip
+_KEYWORDS: Final = ("key", "pass", "pwd", "secret", "contrase")
+
+#: detect-secrets plugin class name -> how it is used. Dict order is the order they run.
+PLUGIN_RULES: Final[dict[str, PluginRule]] = {
+    "AWSKeyDetector": PluginRule(
+        "secret.aws-access-key",
+        "AWS access key",
+        3,
+        ("akia", "asia", "abia", "acca", "a3t", "aws"),
+        20,
+    ),
+    "AzureStorageKeyDetector": PluginRule(
+        "secret.azure-storage-key", "Azure storage account key", 3, ("accountkey=",), 88
+    ),
+    "GitHubTokenDetector": PluginRule(
+        "secret.github-token", "GitHub token", 3, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), 40
+    ),
+    "GitLabTokenDetector": PluginRule("secret.gitlab-token", "GitLab token", 3, _GITLAB, 20),
+    "SlackDetector": PluginRule(
+        "secret.slack-token", "Slack token or webhook", 3, ("xox", "hooks.slack.com")
+    ),
+    "StripeDetector": PluginRule("secret.stripe-key", "Stripe secret key", 3, ("k_live_",), 32),
+    "TwilioKeyDetector": PluginRule(
+        "secret.twilio-key", "Twilio API key or account SID", 3, (), 34, cased=("AC", "SK")
+    ),
+    "SendGridDetector": PluginRule("secret.sendgrid-key", "SendGrid API key", 3, ("sg.",), 43),
+    "NpmDetector": PluginRule("secret.npm-token", "npm auth token", 3, ("_authtoken",)),
+    "PypiTokenDetector": PluginRule("secret.pypi-token", "PyPI upload token", 3, ("pypi-",), 70),
+    "DiscordBotTokenDetector": PluginRule(
+        "secret.discord-token", "Discord bot token", 3, (".",), 27
+    ),
+    "TelegramBotTokenDetector": PluginRule(
+        "secret.telegram-token", "Telegram bot token", 3, (":",), 35
+    ),
+    "MailchimpDetector": PluginRule("secret.mailchimp-key", "Mailchimp API key", 3, ("-us",), 32),
+    "SquareOAuthDetector": PluginRule(
+        "secret.square-oauth", "Square OAuth secret", 3, ("sq0csp-",), 43
+    ),
+    "OpenAIDetector": PluginRule("secret.openai-key", "OpenAI API key", 3, ("t3blbkfj",), 20),
+    "IbmCloudIamDetector": PluginRule(
+        "secret.ibm-cloud-iam", "IBM Cloud IAM key", 3, ("key", "pwd", "pass", "token"), 44
+    ),
+    "IbmCosHmacDetector": PluginRule(
+        "secret.ibm-cos-hmac", "IBM COS HMAC secret", 3, ("secret", "access", "key"), 32
+    ),
+    "CloudantDetector": PluginRule("secret.cloudant", "Cloudant credential", 3, ("cl",), 24),
+    "SoftlayerDetector": PluginRule("secret.softlayer", "SoftLayer credential", 3, ("sl",), 64),
+    "PrivateKeyDetector": PluginRule(
+        "secret.private-key", "private key", 3, ("private key", "putty-user-key"), 0
+    ),
+    "JwtTokenDetector": PluginRule("secret.jwt", "JSON Web Token", 3, ("eyj",)),
+    "BasicAuthDetector": PluginRule(
+        "secret.basic-auth-url", "password in a URL", 2, ("://",), 0, also=("@",)
+    ),
+    "KeywordDetector": PluginRule(
+        "secret.keyword-assignment",
+        "value assigned to a secret-named key",
+        1,
+        _KEYWORDS,
+        0,
+        quote=True,
+    ),
+    "Base64HighEntropyString": PluginRule(
+        "secret.high-entropy-base64", "high-entropy base64 string", 0, (), 20, quote=True
+    ),
+    "HexHighEntropyString": PluginRule(
+        "secret.high-entropy-hex", "high-entropy hex string", 0, (), 20, quote=True
+    ),
+}

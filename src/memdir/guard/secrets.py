@@ -1,0 +1,280 @@
+"""Secret detection: credentials must not land in memory.
+
+Why: a memory file is read by every agent and person with read rights on its path, is copied
+into model contexts, and every version is kept; a key written once outlives its rotation.
+
+Two sources of rules, one finding shape (category ``"secret"``, span = the secret value):
+
+- **detect-secrets plugins** (Yelp's ``detect-secrets`` >= 1.5), constructed in-process and
+  called line by line through ``analyze_string`` — no files, baseline, git or settings. (Their
+  ``analyze_line`` consults the global settings singleton, which a baseline can configure to
+  make network verification calls, and returns unordered values; ``analyze_string`` is the
+  pure part.) They cover AWS, Azure storage, GitHub classic, GitLab, Slack, Stripe, Twilio,
+  SendGrid, npm, PyPI, Discord, Telegram, Mailchimp, Square, IBM, Cloudant, SoftLayer,
+  private-key headers, JWTs, ``scheme://user:pass@`` URLs, ``password = "..."`` style keyword
+  assignments (quotes required) and quoted high-entropy base64 (> 4.5 bits/char) and hex
+  (> 3.0) strings of 20+ characters. Left out: ``IPPublicDetector`` (an IP address is not a
+  credential, and notes quote them) and ``ArtifactoryDetector`` (its ``AP[0-9A-F]...`` shape
+  matches ordinary capitalised words).
+- **hand-written patterns** for formats the plugins miss: Anthropic ``sk-ant-...``, OpenAI
+  ``sk-...`` / ``sk-proj-...`` (new shapes without the legacy ``T3BlbkFJ`` marker), Google
+  ``AIza...``, GitHub fine-grained ``github_pat_...``, full-length Stripe keys, ``Authorization:
+  Bearer/Basic/token ...`` headers, whole PEM private-key blocks, database connection strings
+  with a password, AWS secret access keys named in prose, and ``UPPER_CASE_SECRET=value``
+  environment assignments.
+
+Not findings, on purpose: bare 40- and 64-digit hex strings (git commit ids and SHA-256
+digests — memdir itself quotes them as ETags), UUIDs, and placeholders (``${TOKEN}``,
+``<password>``, ``YOUR_API_KEY``, ``****``). Cost control: a plugin runs only on lines meeting
+its necessary conditions (:class:`~memdir.guard.secret_rules.PluginRule`: a literal such as
+``ghp_``, a run of token characters long enough for the format, a quote); a hand pattern runs
+only in windows around occurrences of its literal prefix. A clean note costs one scan for token
+runs and a few substring checks.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Final, cast
+
+from memdir.guard.base import Document, Finding, mask_secret
+from memdir.guard.secret_rules import (
+    HAND_PATTERNS,
+    PLUGIN_RULES,
+    PluginRule,
+    SecretPattern,
+    is_digest_id,
+    looks_like_placeholder,
+)
+
+if TYPE_CHECKING:
+    from detect_secrets.plugins.base import BasePlugin
+
+__all__ = ["SecretsDetector"]
+
+_WHY: Final = (
+    "credentials in memory are readable by everyone with read access and persist in version"
+    " history; reference a secret manager instead"
+)
+
+_AWS_KEY_ID: Final = re.compile(r"(?:A3T[A-Z0-9]|ABIA|ACCA|AKIA|ASIA)[0-9A-Z]{16}")
+_ENTROPY_RULES: Final = frozenset({"secret.high-entropy-base64", "secret.high-entropy-hex"})
+#: Shortest quoted string the entropy plugins may report; shorter ones are mostly words.
+MIN_ENTROPY_LENGTH: Final = 20
+#: Placeholder checks apply to these plugins' values (the format-specific ones are exact).
+_GENERIC_RULES: Final = _ENTROPY_RULES | {"secret.keyword-assignment", "secret.basic-auth-url"}
+
+
+_JWT_TAIL: Final = re.compile(r"[A-Za-z0-9_\-.+/=]*")
+#: A capture group shorter than this is a format prefix (``ghp``, ``glpat``), not the secret.
+_MIN_GROUP: Final = 8
+
+
+def _plugin_values(plugin: BasePlugin, line: str) -> Iterator[tuple[int, str]]:
+    """(offset, value) of each secret a plugin finds in ``line``.
+
+    Plain regex plugins are run through their ``denylist`` with ``finditer`` so the offset is
+    exact and the value whole: their ``analyze_string`` yields capture groups, which for some
+    formats are only the type prefix (GitHub's ``(ghp|gho|...)_...`` yields ``ghp``). The
+    longest group of 8+ characters is the secret; otherwise the whole match is. Plugins with
+    their own ``analyze_string`` (keyword, JWT validation, entropy) are asked directly and
+    their values located in the line.
+    """
+    from detect_secrets.plugins.base import RegexBasedDetector
+
+    if (
+        isinstance(plugin, RegexBasedDetector)
+        and type(plugin).analyze_string is RegexBasedDetector.analyze_string
+    ):
+        for regex in plugin.denylist:
+            for match in regex.finditer(line):
+                spans = [match.span(i) for i in range(1, (match.lastindex or 0) + 1)]
+                spans = [(s, e) for s, e in spans if s >= 0 and e - s >= _MIN_GROUP]
+                start, end = max(spans, key=lambda se: se[1] - se[0], default=match.span())
+                if end > start:
+                    yield start, line[start:end]
+        return
+    cursor: dict[str, int] = {}
+    for value in plugin.analyze_string(line):
+        pos = line.find(value, cursor.get(value, 0))
+        if pos >= 0:
+            cursor[value] = pos + len(value)
+            yield pos, value
+
+
+def _windows(doc: Document, spec: SecretPattern) -> list[tuple[int, int]]:
+    """Merged spans within ``spec.reach`` of an occurrence of one of its prefixes."""
+    content = doc.content
+    haystack = content if spec.cased else doc.lowered
+    positions = []
+    for prefix in spec.prefixes:
+        pos = haystack.find(prefix)
+        while pos != -1:
+            positions.append(pos)
+            pos = haystack.find(prefix, pos + 1)
+    if not positions:
+        return []
+    if spec.reach is None or len(haystack) != len(content):
+        return [(0, len(content))]
+    merged: list[tuple[int, int]] = []
+    for pos in sorted(positions):
+        start, end = max(0, pos - spec.reach), min(len(content), pos + spec.reach)
+        if merged and start <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], end)
+        else:
+            merged.append((start, end))
+    return merged
+
+
+@dataclass(frozen=True)
+class _Hit:
+    rule: str
+    label: str
+    priority: int
+    start: int
+    end: int
+    context_start: int
+    context_end: int
+
+
+def _load_plugins() -> list[tuple[BasePlugin, PluginRule]]:
+    """Construct the detect-secrets plugins in-process (imported lazily: ~150 ms)."""
+    from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
+
+    by_name = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
+    loaded = []
+    for name, spec in PLUGIN_RULES.items():
+        factory = cast("Callable[[], BasePlugin] | None", by_name.get(name))
+        if factory is not None:
+            loaded.append((factory(), spec))
+    return loaded
+
+
+class SecretsDetector:
+    """Credentials of known formats and generic secret assignments (see the module doc)."""
+
+    name = "secrets"
+
+    def __init__(self, patterns: tuple[SecretPattern, ...] = HAND_PATTERNS) -> None:
+        self._patterns = patterns
+        self._plugins: list[tuple[BasePlugin, PluginRule]] | None = None
+
+    @property
+    def plugins(self) -> list[tuple[BasePlugin, PluginRule]]:
+        """The plugins, constructed (and detect-secrets imported) on first need."""
+        if self._plugins is None:
+            self._plugins = _load_plugins()
+        return self._plugins
+
+    def scan(self, doc: Document) -> list[Finding]:
+        hits = list(self._hand_hits(doc))
+        hits.extend(self._plugin_hits(doc))
+        kept: list[_Hit] = []
+        for hit in sorted(hits, key=lambda h: (-h.priority, h.start - h.end, h.start)):
+            if all(hit.end <= k.start or hit.start >= k.end for k in kept):
+                kept.append(hit)
+        for hit in kept:
+            doc.add_secret_span(hit.start, hit.end)
+        findings = []
+        for hit in sorted(kept, key=lambda h: h.start):
+            masked = mask_secret(doc.content[hit.start : hit.end])
+            findings.append(
+                doc.finding(
+                    hit.rule,
+                    "secret",
+                    hit.start,
+                    hit.end,
+                    f"{hit.label} ({masked}): {_WHY}",
+                    excerpt=doc.excerpt(hit.context_start, hit.context_end),
+                )
+            )
+        return findings
+
+    def _hand_hits(self, doc: Document) -> Iterator[_Hit]:
+        for spec in self._patterns:
+            for window_start, window_end in _windows(doc, spec):
+                yield from self._hand_matches(doc, spec, window_start, window_end)
+
+    @staticmethod
+    def _hand_matches(doc: Document, spec: SecretPattern, lo: int, hi: int) -> Iterator[_Hit]:
+        for match in spec.pattern.finditer(doc.content, lo, hi):
+            if "secret" in spec.pattern.groupindex:
+                start, end = match.span("secret")
+            else:
+                start, end = match.span()
+            value = doc.content[start:end]
+            if spec.accept is not None and not spec.accept(value):
+                continue
+            c_start, c_end = match.span()
+            yield _Hit(spec.rule, spec.label, spec.priority, start, end, c_start, c_end)
+
+    def _plugin_hits(self, doc: Document) -> Iterator[_Hit]:
+        content, lowered = doc.content, doc.lowered
+        runs: dict[int, int] = {}  # line index -> longest token run on it
+        for run_start, run_end in doc.token_runs:
+            index = doc.line_of(run_start) - 1
+            runs[index] = max(runs.get(index, 0), run_end - run_start)
+        # Plugins needing a long token are checked line by line, on lines holding one; the
+        # others (keyword, URL password, key header) first against the whole text.
+        wanted = {
+            name
+            for name, spec in PLUGIN_RULES.items()
+            if (spec.min_run > 0 and runs) or spec.admits(lowered, content, 0)
+        }
+        if not wanted:
+            return  # without loading detect-secrets at all
+        active = [(p, spec) for p, spec in self.plugins if type(p).__name__ in wanted]
+        starts = doc.line_starts
+        lines = set(runs)
+        short = {g for _, spec in active if spec.min_run == 0 for g in spec.gate}
+        if short and len(lowered) != len(content):
+            lines = set(range(len(starts)))  # offsets in the lowered text would not match
+        for literal in short if len(lowered) == len(content) else ():
+            pos = lowered.find(literal)
+            while pos != -1:
+                lines.add(doc.line_of(pos) - 1)
+                pos = lowered.find(literal, pos + 1)
+        for index in sorted(lines):
+            line_start = starts[index]
+            line_end = starts[index + 1] - 1 if index + 1 < len(starts) else len(content)
+            line = content[line_start:line_end]
+            low = lowered[line_start:line_end] if len(lowered) == len(content) else line.lower()
+            run = runs.get(index, 0)
+            for plugin, spec in active:
+                if run >= spec.min_run and spec.admits(low, line, run):
+                    yield from self._run_plugin(plugin, spec, line, line_start)
+
+    def _run_plugin(
+        self, plugin: BasePlugin, spec: PluginRule, line: str, line_start: int
+    ) -> Iterator[_Hit]:
+        for pos, value in _plugin_values(plugin, line):
+            if not self._plausible(plugin, spec.rule, value):
+                continue
+            if spec.rule == "secret.jwt":  # the plugin's lazy regex stops before the signature
+                tail = _JWT_TAIL.match(line, pos + len(value))
+                if tail is not None:
+                    value = line[pos : tail.end()].rstrip(".")
+            rule, label = spec.rule, spec.label
+            if rule == "secret.aws-access-key" and not _AWS_KEY_ID.fullmatch(value):
+                rule, label = "secret.aws-secret-key", "AWS secret access key"
+            start = line_start + pos
+            end = start + len(value)
+            yield _Hit(rule, label, spec.priority, start, end, start, end)
+
+    @staticmethod
+    def _plausible(plugin: BasePlugin, rule: str, value: str) -> bool:
+        if rule in _GENERIC_RULES and looks_like_placeholder(value):
+            return False
+        if rule in _ENTROPY_RULES:
+            if len(value) < MIN_ENTROPY_LENGTH or is_digest_id(value):
+                return False
+            from detect_secrets.filters.heuristic import is_potential_uuid, is_sequential_string
+
+            if is_potential_uuid(value) or is_sequential_string(value):
+                return False
+            entropy: float = plugin.calculate_shannon_entropy(value)  # type: ignore[attr-defined]
+            limit: float = plugin.entropy_limit  # type: ignore[attr-defined]
+            return entropy > limit
+        return True

@@ -1,0 +1,169 @@
+"""Crash safety on SQLite: a writer killed with SIGKILL mid-stream loses nothing it acknowledged
+and leaves no partial commit behind.
+
+A child process loops making multi-operation commits (three new files, a rename of one of the
+previous commit's files and a compare-and-swap update of a counter, each commit with its own
+idempotency key) and prints every acknowledged commit after it returns. The parent reads a few
+hundred acknowledgements, kills the child at some moment, and then checks the database file:
+SQLite's integrity check and the FTS5 index's own check pass, every acknowledged commit is
+there and whole, heads, versions, the search index and the store revision agree, and the
+database opens and takes a new write.
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+
+import memdir
+from helpers import STORE, assert_consistent
+from memdir import OWNER, Provenance, Write
+
+pytestmark = pytest.mark.slow
+
+CHILD = textwrap.dedent(
+    """
+    import sys
+
+    import memdir
+    from memdir import OWNER, Provenance, Rename, Write
+
+    svc = memdir.open(sys.argv[1])
+    counter = svc.read(OWNER, "default", "/counter.md")
+    digest, n = counter.sha256, int(counter.content)
+    print("ready", flush=True)
+    while True:
+        n += 1
+        ops = [
+            Write(f"/c/{n}/a.md", f"alpha note number {n}\\n", if_absent=True),
+            Write(f"/c/{n}/b.md", f"beta note number {n}\\n" * 20, if_absent=True),
+            Write(f"/c/{n}/c.md", f"---\\ndescription: gamma {n}\\n---\\nbody\\n", if_absent=True),
+            Write("/counter.md", str(n), if_match=digest),
+        ]
+        if n > 1:
+            ops.append(Rename(f"/c/{n - 1}/c.md", f"/moved/{n - 1}.md"))
+        result = svc.commit(OWNER, "default", ops, Provenance(idempotency_key=f"commit-{n}"))
+        digest = result.results[3].sha256
+        print(n, result.revision, result.commit, flush=True)
+    """
+)
+
+
+def _ops_in(n: int) -> int:
+    return 4 if n == 1 else 5
+
+
+@pytest.mark.parametrize(
+    ("acks_before_kill", "delay"),
+    [(60, 0.0), (250, 0.004), (420, 0.013)],
+    ids=["early", "middle", "late"],
+)
+def test_sigkill_mid_stream_leaves_a_whole_database(
+    tmp_path: Path, acks_before_kill: int, delay: float
+) -> None:
+    db = tmp_path / "memdir.db"
+    url = f"sqlite:///{db}"
+    setup = memdir.open(url, create=True)
+    setup.create_store(OWNER, STORE)
+    setup.write(OWNER, STORE, "/counter.md", "0", if_absent=True)
+    setup.db.close()
+    script = tmp_path / "writer.py"
+    script.write_text(CHILD)
+
+    child = subprocess.Popen(
+        [sys.executable, str(script), url],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        bufsize=1,
+    )
+    acks: list[tuple[int, int, str]] = []
+    try:
+        assert child.stdout is not None
+        assert child.stdout.readline().strip() == "ready", child.stderr.read()  # type: ignore[union-attr]
+        while len(acks) < acks_before_kill:
+            line = child.stdout.readline()
+            assert line, f"writer died early: {child.stderr.read()}"  # type: ignore[union-attr]
+            n, revision, commit = line.split()
+            acks.append((int(n), int(revision), commit))
+        if delay:
+            time.sleep(delay)
+        os.kill(child.pid, signal.SIGKILL)
+        rest = child.stdout.read()  # acknowledged before the kill, still in the pipe
+    finally:
+        if child.poll() is None:
+            child.kill()
+        child.wait()
+    for line in rest.splitlines():
+        n, revision, commit = line.split()
+        acks.append((int(n), int(revision), commit))
+    assert child.returncode == -signal.SIGKILL
+    assert [a[0] for a in acks] == list(range(1, len(acks) + 1))
+
+    # --- the file itself, with plain sqlite3 -------------------------------------------------
+    raw = sqlite3.connect(str(db))
+    try:
+        assert raw.execute("PRAGMA integrity_check").fetchall() == [("ok",)]
+        assert raw.execute("PRAGMA foreign_key_check").fetchall() == []
+        raw.execute("INSERT INTO search_fts(search_fts) VALUES ('integrity-check')")
+        commits = {
+            row[0]: (row[1], row[2])
+            for row in raw.execute("SELECT id, revision, idempotency_key FROM commits")
+        }
+        versions_per_commit = dict(
+            raw.execute("SELECT commit_id, count(*) FROM versions GROUP BY commit_id").fetchall()
+        )
+        (revision,) = raw.execute("SELECT revision FROM stores WHERE name = ?", (STORE,)).fetchone()
+        heads = set(raw.execute("SELECT file_id, path FROM heads").fetchall())
+        fts = set(raw.execute("SELECT rowid, path FROM search_fts").fetchall())
+        (counter,) = raw.execute(
+            "SELECT b.content FROM heads h JOIN blobs b ON b.sha256 = h.sha256 "
+            "WHERE h.path = '/counter.md'"
+        ).fetchone()
+    finally:
+        raw.close()
+
+    # every acknowledged commit is there, at the revision it reported
+    for n, rev, commit in acks:
+        assert commits.get(commit) == (rev, f"commit-{n}"), (n, rev, commit)
+    # no commit is partial: each has exactly its operations' versions
+    for commit, (rev, key) in commits.items():
+        expected = 1 if key is None else _ops_in(int(key.split("-")[1]))
+        assert versions_per_commit.get(commit) == expected, (rev, key)
+    # at most the one in-flight commit landed without being acknowledged
+    committed = len(commits) - 1  # the set-up commit made the counter
+    assert committed in (len(acks), len(acks) + 1)
+    assert revision == len(commits) == max(rev for rev, _ in commits.values())
+    assert sorted(rev for rev, _ in commits.values()) == list(range(1, revision + 1))
+    assert int(counter) == committed
+    assert fts == heads
+    assert len(heads) == 1 + 3 * committed
+
+    # --- and through memdir: invariants, then a new write ------------------------------------
+    svc = memdir.open(url)
+    try:
+        counts = assert_consistent(svc)
+        assert counts == {"revision": revision, "commits": revision, "files": len(heads)}
+        view = svc.read(OWNER, STORE, "/counter.md")
+        svc.commit(
+            OWNER,
+            STORE,
+            [
+                Write("/after-crash.md", "written after the crash\n", if_absent=True),
+                Write("/counter.md", str(committed + 1), if_match=view.sha256),
+            ],
+            Provenance(idempotency_key="after-crash"),
+        )
+        assert svc.store_info(OWNER, STORE).revision == revision + 1
+        assert [h.path for h in svc.search(OWNER, STORE, "crash")] == ["/after-crash.md"]
+        assert_consistent(svc)
+    finally:
+        svc.db.close()
