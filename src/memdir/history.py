@@ -15,6 +15,8 @@ from memdir.base import ServiceBase
 from memdir.core.edits import unified_diff
 from memdir.core.errors import Conflict, InvalidInput, NotFound
 from memdir.core.model import (
+    ChangeBatch,
+    ChangeEvent,
     CommitInfo,
     CommitResult,
     FileView,
@@ -178,6 +180,41 @@ class HistoryMixin(ServiceBase):
             )
             for c in rows
         ]
+
+    def changes(
+        self, principal: Principal, store: str, *, after: int = 0, limit: int = 100
+    ) -> ChangeBatch:
+        """The change feed: commits after revision ``after``, oldest first, filtered by read.
+
+        Follow it by passing the returned ``next_after`` back; ``revision`` is the store's
+        revision at the time of the call.
+        """
+        if after < 0 or limit < 1:
+            raise InvalidInput(f"after must be >= 0 and limit >= 1, received {after}, {limit}")
+        limit = min(limit, 1000)
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
+            rows = repo.commits_after(row.id, after, limit)
+            changes: dict[str, list[VersionInfo]] = {}
+            for v in repo.commit_versions([c.id for c in rows]):
+                changes.setdefault(v.commit_id, []).append(version_info(v))
+        events = []
+        for c in rows:
+            visible = _visible(access, changes.get(c.id, []))
+            if visible or access.policy is None:
+                events.append(
+                    ChangeEvent(
+                        revision=c.revision,
+                        commit=c.id,
+                        actor=c.actor,
+                        created_at=aware(c.created_at),
+                        changes=tuple(visible),
+                        proposal=c.proposal_id,
+                    )
+                )
+        next_after = rows[-1].revision if rows else after
+        return ChangeBatch(tuple(events), next_after, max(int(row.revision), next_after))
 
     def diff(
         self, principal: Principal, store: str, path: str, a: int, b: int | None = None

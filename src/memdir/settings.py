@@ -26,6 +26,7 @@ ENV_VARS = {
     "MEMDIR_STORE": "store",
     "MEMDIR_MAX_FILE_BYTES": "max_file_bytes",
     "MEMDIR_TOKEN": "token",
+    "MEMDIR_POOL_SIZE": "pool_size",
 }
 
 
@@ -37,18 +38,20 @@ class Settings:
     ``store``: the store commands act on when none is named.
     ``max_file_bytes``: the largest content accepted, in UTF-8 bytes.
     ``token``: a bearer token identifying the principal that acts (never logged).
+    ``pool_size``: database connections kept per process (PostgreSQL; SQLite needs few).
     """
 
     db: str = DEFAULT_DB
     store: str = "default"
     max_file_bytes: int = DEFAULT_MAX_BYTES
     token: str | None = None
+    pool_size: int = 5
 
     def __repr__(self) -> str:  # keep the token out of logs and tracebacks
         token = "***" if self.token else None
         return (
             f"Settings(db={self.db!r}, store={self.store!r}, "
-            f"max_file_bytes={self.max_file_bytes}, token={token})"
+            f"max_file_bytes={self.max_file_bytes}, token={token}, pool_size={self.pool_size})"
         )
 
     @classmethod
@@ -87,15 +90,14 @@ def _coerce(values: Mapping[str, Any], source: str) -> dict[str, Any]:
             raise InvalidInput(
                 f"unknown setting {key!r} in {source}; known: {', '.join(sorted(known))}"
             )
-        if key == "max_file_bytes":
+        if key in ("max_file_bytes", "pool_size"):
             try:
                 value = int(value)
             except (TypeError, ValueError):
                 raise InvalidInput(
-                    f"max_file_bytes in {source} must be a whole number of bytes, "
-                    f"received {value!r}"
+                    f"{key} in {source} must be a whole number, received {value!r}"
                 ) from None
             if value < 1:
-                raise InvalidInput(f"max_file_bytes in {source} must be positive")
+                raise InvalidInput(f"{key} in {source} must be positive")
         out[key] = value
     return out

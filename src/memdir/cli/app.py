@@ -70,7 +70,7 @@ class App:
             from memdir.service import MemoryService
             from memdir.storage.database import Database
 
-            database = Database(self.settings.db, create=create)
+            database = Database(self.settings.db, create=create, pool_size=self.settings.pool_size)
             self._service = MemoryService(database, max_file_bytes=self.settings.max_file_bytes)
         return self._service
 

@@ -15,6 +15,8 @@ from memdir.core.errors import InvalidInput
 __all__ = [
     "OWNER",
     "SOURCE_KINDS",
+    "ChangeBatch",
+    "ChangeEvent",
     "CommitInfo",
     "CommitResult",
     "Delete",
@@ -355,3 +357,28 @@ class SearchHit:
     snippet: str
     sha256: str
     version: int
+
+
+@dataclass(frozen=True)
+class ChangeEvent:
+    """One commit as the change feed shows it: only the changes the reader may see."""
+
+    revision: int
+    commit: str
+    actor: str
+    created_at: dt.datetime
+    changes: tuple[VersionInfo, ...]
+    proposal: str | None = None
+
+
+@dataclass(frozen=True)
+class ChangeBatch:
+    """Events after a revision, and the revision to ask from next (``next_after``).
+
+    ``next_after`` moves past commits the reader may not see as well, so a follower never
+    re-reads them — and learns nothing from them but that the revision counter moved.
+    """
+
+    events: tuple[ChangeEvent, ...]
+    next_after: int
+    revision: int

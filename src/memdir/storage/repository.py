@@ -434,6 +434,15 @@ class Repository:
         query = query.order_by(commits.c.revision.desc()).limit(limit)
         return self.conn.execute(query).all()
 
+    def commits_after(self, store_id: int, after: int, limit: int) -> Sequence[Row]:
+        """Commits with a revision above ``after``, oldest first (the change feed)."""
+        return self.conn.execute(
+            sa.select(commits)
+            .where(commits.c.store_id == store_id, commits.c.revision > after)
+            .order_by(commits.c.revision)
+            .limit(limit)
+        ).all()
+
     # --- search ---------------------------------------------------------------------------
 
     def index_file(self, file_id: int, path: str, content: str, *, new: bool = False) -> None:
