@@ -307,7 +307,7 @@ class MemoryService(HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMix
 
     def _read_current(self, principal: Principal, store: str, path: str) -> FileView:
         """The hot path: one statement for store, file and policy (see Database.read_current)."""
-        row = self.db.read_current(store, path, POLICY_PATH)
+        row = self.db.read_current(store, path, None if principal.is_owner else POLICY_PATH)
         if row is None:
             with self.db.read() as repo:
                 self._store_row(repo, store)  # raises the unknown-store error

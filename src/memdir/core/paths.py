@@ -12,6 +12,7 @@ service, but the helpers it uses (ancestors, the key range of a directory) live 
 
 from __future__ import annotations
 
+import re
 import unicodedata
 
 from memdir.core.errors import InvalidPath
@@ -34,6 +35,10 @@ MAX_SEGMENT_BYTES = 255
 
 _FIX = "paths look like /projects/acme/conventions.md"
 
+# Most paths are plain ASCII: one regex proves them valid without the per-character checks.
+# Segments of printable ASCII other than '/', not made only of dots, at most 255 bytes.
+_PLAIN = re.compile(r"(?:/(?!\.\.?(?:/|\Z))[\x20-\x2e\x30-\x7e]{1,255})+\Z")
+
 
 def _bad(path: str, why: str) -> InvalidPath:
     return InvalidPath(f"invalid path {path!r}: {why}; {_FIX}", path=path, reason=why)
@@ -46,6 +51,8 @@ def validate_path(path: str) -> str:
     """
     if not isinstance(path, str):
         raise InvalidPath(f"invalid path {path!r}: expected a string", path=repr(path))
+    if len(path) <= MAX_PATH_BYTES and _PLAIN.match(path):
+        return path
     if not path.startswith("/"):
         raise _bad(path, "it must start with '/'")
     if path == "/":

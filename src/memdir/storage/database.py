@@ -43,6 +43,14 @@ _READ_CURRENT = (
     "LEFT JOIN heads p ON p.store_id = s.id AND p.path = ? "
     "WHERE s.name = ?"
 )
+# The same without the policy lookup, for callers that need no policy (the database owner).
+_READ_CURRENT_NO_POLICY = (
+    "SELECT s.id, s.archived_at, NULL, h.path, h.file_id, h.version, h.sha256, h.size, "
+    "h.revision, h.updated_at, b.content FROM stores s "
+    "LEFT JOIN heads h ON h.store_id = s.id AND h.path = ? "
+    "LEFT JOIN blobs b ON b.store_id = s.id AND b.sha256 = h.sha256 "
+    "WHERE s.name = ?"
+)
 
 
 class Dialect(Protocol):
@@ -198,12 +206,15 @@ class Database:
         with conn:
             yield conn
 
-    def read_current(self, store: str, path: str, policy_path: str) -> tuple[Any, ...] | None:
+    def read_current(
+        self, store: str, path: str, policy_path: str | None
+    ) -> tuple[Any, ...] | None:
         """One statement for the hottest read: a store, a live file and the policy's sha256.
 
         Columns: store id, archived_at, policy sha256, then path, file_id, version, sha256,
         size, revision, updated_at, content of the file (all None when it does not exist).
-        None when the store does not exist. Runs on a per-thread autocommit driver connection:
+        None when the store does not exist; with ``policy_path`` None the policy sha256 is not
+        looked up (None). Runs on a per-thread autocommit driver connection:
         a single SELECT sees one committed snapshot, and skipping the pool checkout and
         BEGIN/COMMIT of a transaction makes a read several times cheaper.
         """
@@ -219,7 +230,10 @@ class Database:
                 self._raw_connections.append(connection)
         cursor = connection.cursor()  # type: ignore[union-attr]
         try:
-            cursor.execute(self.dialect.sql(_READ_CURRENT), (path, policy_path, store))
+            if policy_path is None:
+                cursor.execute(self.dialect.sql(_READ_CURRENT_NO_POLICY), (path, store))
+            else:
+                cursor.execute(self.dialect.sql(_READ_CURRENT), (path, policy_path, store))
             row = cursor.fetchone()
         finally:
             cursor.close()
