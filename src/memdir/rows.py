@@ -56,4 +56,5 @@ def version_info(row: Row) -> VersionInfo:
         reason=row.reason,
         session=row.session,
         source_kind=row.source_kind,
+        findings=tuple(row.findings or ()),
     )

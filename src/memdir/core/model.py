@@ -339,6 +339,8 @@ class VersionInfo:
     reason: str | None = None
     session: str | None = None
     source_kind: str | None = None
+    #: screening findings the store's policy allowed, recorded with this version
+    findings: tuple[dict[str, Any], ...] = ()
 
 
 @dataclass(frozen=True)
