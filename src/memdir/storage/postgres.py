@@ -69,13 +69,22 @@ class PostgresDialect:
     def index_file(
         self, conn: Connection, file_id: int, path: str, content: str, *, new: bool
     ) -> None:
+        params = {"file_id": file_id, "path": path, "body": content}
+        if not new:
+            conn.execute(
+                sa.text(
+                    "UPDATE search_index SET path = :path, body = :body WHERE file_id = :file_id"
+                ),
+                params,
+            )
+            return
         conn.execute(
             sa.text(
                 "INSERT INTO search_index (file_id, store_id, path, body) "
                 "SELECT :file_id, store_id, :path, :body FROM files WHERE id = :file_id "
                 "ON CONFLICT (file_id) DO UPDATE SET path = EXCLUDED.path, body = EXCLUDED.body"
             ),
-            {"file_id": file_id, "path": path, "body": content},
+            params,
         )
 
     def unindex_file(self, conn: Connection, file_id: int) -> None:
@@ -105,12 +114,12 @@ class PostgresDialect:
             "SELECT s.file_id, s.body, ts_rank(s.tsv, q.tsq) AS score, q.tsq "
             "FROM search_index s, q "
             f"WHERE s.store_id = :store_id AND s.tsv @@ q.tsq {path_filter} "
-            "ORDER BY score DESC LIMIT :limit) "
+            "ORDER BY score DESC, s.path LIMIT :limit) "  # ties: by path, stable
             "SELECT h.path, top.score, "
             "ts_headline('english', top.body, top.tsq, "
             "'StartSel=[,StopSel=],MaxWords=24,MinWords=8,MaxFragments=1') AS snippet, "
             "h.sha256, h.version FROM top JOIN heads h ON h.file_id = top.file_id "
-            "ORDER BY top.score DESC"
+            "ORDER BY top.score DESC, h.path"
         )
         params.update(store_id=store_id, lo=lo, hi=hi, limit=limit)
         return conn.execute(sa.text(sql), params).all()

@@ -135,7 +135,7 @@ class SQLiteDialect:
             "snippet(search_fts, 1, '[', ']', '…', 24) AS snippet, h.sha256, h.version "
             "FROM search_fts JOIN heads h ON h.file_id = search_fts.rowid "
             f"WHERE search_fts MATCH ? AND h.store_id = ? {path_filter} "
-            "ORDER BY bm25(search_fts, 0.5, 1.0) LIMIT ?"
+            "ORDER BY bm25(search_fts, 0.5, 1.0), h.path LIMIT ?"  # ties: by path, stable
         )
         return conn.exec_driver_sql(sql, (*params, limit)).all()
 
