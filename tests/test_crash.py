@@ -57,13 +57,26 @@ CHILD = textwrap.dedent(
 )
 
 
+def _stderr_of(child: subprocess.Popen[str]) -> str:
+    """Stop the child (if still running) and return what it wrote to stderr."""
+    if child.poll() is None:
+        child.kill()
+    child.wait()
+    assert child.stderr is not None
+    if child.stderr.closed:
+        return ""
+    text = child.stderr.read()
+    child.stderr.close()
+    return text
+
+
 def _ops_in(n: int) -> int:
     return 4 if n == 1 else 5
 
 
 @pytest.mark.parametrize(
     ("acks_before_kill", "delay"),
-    [(60, 0.0), (250, 0.004), (420, 0.013)],
+    [(50, 0.0), (160, 0.004), (300, 0.013)],
     ids=["early", "middle", "late"],
 )
 def test_sigkill_mid_stream_leaves_a_whole_database(
@@ -85,27 +98,27 @@ def test_sigkill_mid_stream_leaves_a_whole_database(
         text=True,
         bufsize=1,
     )
+    assert child.stdout is not None
+    out = child.stdout
     acks: list[tuple[int, int, str]] = []
     try:
-        assert child.stdout is not None
-        assert child.stdout.readline().strip() == "ready", child.stderr.read()  # type: ignore[union-attr]
+        assert out.readline().strip() == "ready", _stderr_of(child)
         while len(acks) < acks_before_kill:
-            line = child.stdout.readline()
-            assert line, f"writer died early: {child.stderr.read()}"  # type: ignore[union-attr]
+            line = out.readline()
+            assert line, f"writer died early: {_stderr_of(child)}"
             n, revision, commit = line.split()
             acks.append((int(n), int(revision), commit))
         if delay:
             time.sleep(delay)
         os.kill(child.pid, signal.SIGKILL)
-        rest = child.stdout.read()  # acknowledged before the kill, still in the pipe
+        rest = out.read()  # acknowledged before the kill, still in the pipe
     finally:
-        if child.poll() is None:
-            child.kill()
-        child.wait()
+        stderr = _stderr_of(child)
+        out.close()
     for line in rest.splitlines():
         n, revision, commit = line.split()
         acks.append((int(n), int(revision), commit))
-    assert child.returncode == -signal.SIGKILL
+    assert child.returncode == -signal.SIGKILL, stderr
     assert [a[0] for a in acks] == list(range(1, len(acks) + 1))
 
     # --- the file itself, with plain sqlite3 -------------------------------------------------

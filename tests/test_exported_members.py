@@ -5,9 +5,9 @@ from __future__ import annotations
 import memdir
 
 EXPECTED = {
-    "OWNER", "BackendError", "CommitInfo", "CommitResult", "Conflict", "ContentTooLarge",
-    "Database", "Delete", "EditConflict", "Entry", "FileView", "Forbidden", "GrepMatch",
-    "IdempotencyMismatch", "Insert", "InvalidContent", "InvalidInput", "InvalidPath",
+    "OWNER", "AsyncClient", "BackendError", "Client", "CommitInfo", "CommitResult", "Conflict",
+    "ContentTooLarge", "Database", "Delete", "EditConflict", "Entry", "FileView", "Forbidden",
+    "GrepMatch", "IdempotencyMismatch", "Insert", "InvalidContent", "InvalidInput", "InvalidPath",
     "MemdirError", "MemoryService", "NotFound", "OpResult", "Operation", "PathConflict",
     "PreconditionFailed", "PreconditionRequired", "Principal", "Proposed", "Provenance", "Rename",
     "ScreeningRefused", "SearchHit", "StoreInfo", "StrReplace", "TokenScope", "Unauthenticated",
@@ -29,3 +29,14 @@ def test_errors_share_one_root() -> None:
         value = getattr(memdir, name)
         if isinstance(value, type) and issubclass(value, Exception):
             assert issubclass(value, memdir.MemdirError), name
+
+
+def test_the_sdk_is_imported_lazily() -> None:
+    import subprocess
+    import sys
+
+    code = (
+        "import sys, memdir; assert 'httpx' not in sys.modules, 'import memdir imported httpx'; "
+        "memdir.Client; assert 'memdir.sdk' in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)

@@ -8,9 +8,15 @@ Open a database and call the service as a principal::
     mem.create_store(memdir.OWNER, "default", exist_ok=True)
     result = mem.write(memdir.OWNER, "default", "/org/rules.md", "# Rules\n", if_absent=True)
     view = mem.read(memdir.OWNER, "default", "/org/rules.md")
+
+or reach a server (or a local database, in-process) with the SDK, ``memdir.Client`` and
+``memdir.AsyncClient`` (see ``docs/sdk.md``); they are imported on first use, so
+``import memdir`` does not import httpx.
 """
 
 from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
 
 from memdir.core.errors import (
     BackendError,
@@ -55,9 +61,14 @@ from memdir.core.model import (
 from memdir.service import MemoryService
 from memdir.storage.database import Database
 
+if TYPE_CHECKING:
+    from memdir.sdk import AsyncClient, Client
+
 __all__ = [
     "OWNER",
+    "AsyncClient",
     "BackendError",
+    "Client",
     "CommitInfo",
     "CommitResult",
     "Conflict",
@@ -98,6 +109,19 @@ __all__ = [
 ]
 
 __version__ = "0.1.0"
+
+_LAZY = {"Client": "memdir.sdk", "AsyncClient": "memdir.sdk"}
+
+
+def __getattr__(name: str) -> Any:
+    """The SDK clients, imported on first access (they need httpx; the store does not)."""
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(_LAZY[name]), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'memdir' has no attribute {name!r}")
 
 
 def open(url: str, *, create: bool = False, max_file_bytes: int | None = None) -> MemoryService:

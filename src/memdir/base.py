@@ -28,7 +28,7 @@ from memdir.storage.database import Database
 from memdir.storage.repository import Repository, Row
 from memdir.writer import CommitWriter
 
-__all__ = ["ServiceBase"]
+__all__ = ["ServiceBase", "unknown_store"]
 
 
 class _Replay(Exception):
@@ -104,11 +104,7 @@ class ServiceBase:
     def _store_row(self, repo: Repository, name: str) -> Row:
         row = repo.store(name)
         if row is None:
-            raise NotFound(
-                f"unknown store {name!r}; list stores with `memdir store list` or create it "
-                f"with `memdir store create {name}`",
-                store=name,
-            )
+            raise unknown_store(name)
         return row
 
     def _run(
@@ -132,6 +128,9 @@ class ServiceBase:
                 row = self._store_row(repo, store)
                 self._writable_store(row)
                 revision = repo.bump_revision(row.id)  # takes the store's write lock
+                if revision is None:  # deleted or archived while this waited for the lock
+                    self._writable_store(self._store_row(repo, store))
+                    raise unknown_store(store)
                 key = provenance.idempotency_key
                 if key is not None:
                     self._check_replay(repo, row.id, principal, key, request_hash)
@@ -190,6 +189,14 @@ def new_commit_id() -> str:
     names one commit: time-ordered ids made commits of the same second share long prefixes.
     """
     return secrets.token_hex(16)
+
+
+def unknown_store(name: str) -> NotFound:
+    return NotFound(
+        f"unknown store {name!r}; list stores with `memdir store list` or create it "
+        f"with `memdir store create {name}`",
+        store=name,
+    )
 
 
 def _request_hash(request: Any) -> str:

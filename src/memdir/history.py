@@ -11,7 +11,7 @@ import re
 from dataclasses import dataclass, replace
 
 from memdir.access import Access, missing
-from memdir.base import ServiceBase
+from memdir.base import ServiceBase, unknown_store
 from memdir.core.edits import unified_diff
 from memdir.core.errors import Conflict, InvalidInput, NotFound
 from memdir.core.model import (
@@ -362,6 +362,9 @@ class HistoryMixin(ServiceBase):
         with self.db.write() as repo:
             row = self._store_row(repo, store)
             self._access(repo, row.id, principal).require("admin", path)
+            # Serialise with committers: one may be making this content current right now.
+            if not repo.lock_store(row.id):
+                raise unknown_store(store)
             target = self._version_row(repo, row.id, path, version)
             if target.sha256 is None:
                 what = "already redacted" if target.redacted_at else "a deletion, with no content"

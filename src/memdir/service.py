@@ -17,6 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from memdir.access import Access, missing
+from memdir.base import unknown_store
 from memdir.core.edits import line_slice
 from memdir.core.errors import Conflict, InvalidInput, NotFound, Proposed
 from memdir.core.globs import compile_glob, literal_prefix
@@ -46,6 +47,7 @@ from memdir.proposals import ProposalsMixin, operation_paths
 from memdir.rows import aware, entry, utcnow, view
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
+from memdir.transcripts.service import TranscriptsMixin
 from memdir.writer import CommitWriter
 
 __all__ = ["MemoryService"]
@@ -60,7 +62,9 @@ class _NeedsReview(Exception):
         self.findings = list(findings)
 
 
-class MemoryService(HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMixin):
+class MemoryService(
+    HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMixin, TranscriptsMixin
+):
     """Store operations over one database, for any principal.
 
     Construct with ``MemoryService(Database(url), max_file_bytes=...)``; see
@@ -73,11 +77,10 @@ class MemoryService(HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMix
         self._require_admin(principal)
         validate_store_name(name)
         with self.db.write() as repo:
-            if repo.store(name) is not None:
-                if exist_ok:
-                    return self._store_info(repo, name)
+            # The insert finds a store created concurrently (by another server) too.
+            exists = repo.store(name) is not None or repo.create_store(name, utcnow()) is None
+            if exists and not exist_ok:
                 raise Conflict(f"store {name!r} already exists", store=name)
-            repo.create_store(name, utcnow())
             return self._store_info(repo, name)
 
     def list_stores(self, principal: Principal) -> list[StoreInfo]:
@@ -101,7 +104,10 @@ class MemoryService(HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMix
         """Delete a store and everything in it: files, versions, commits, proposals."""
         self._require_admin(principal)
         with self.db.write() as repo:
-            repo.delete_store(self._store_row(repo, name).id)
+            store_id = self._store_row(repo, name).id
+            if not repo.lock_store(store_id):  # waits for commits in flight to finish
+                raise unknown_store(name)
+            repo.delete_store(store_id)
 
     def _store_info(self, repo: Repository, name: str) -> StoreInfo:
         row = self._store_row(repo, name)

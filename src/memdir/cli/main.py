@@ -63,8 +63,11 @@ def _register() -> None:
         browse,
         files,
         governance,
+        mcp_cmd,
         past,
         review,
+        serve,
+        transcripts,
     )
 
 

@@ -24,7 +24,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from memdir.core.errors import BackendError, InvalidInput
+from memdir.core.errors import BackendError, Conflict, InvalidInput
 from memdir.storage.schema import HEAD_REVISION
 
 if TYPE_CHECKING:
@@ -181,10 +181,15 @@ class Database:
 
     @contextmanager
     def write(self) -> Iterator[Repository]:
-        """A writer transaction; commits on normal exit, rolls back on any exception."""
+        """A writer transaction; commits on normal exit, rolls back on any exception.
+
+        Database errors leave as memdir errors: a constraint violated by a concurrent writer
+        (two first starts creating the same principal, say) as :class:`Conflict`, an
+        unreachable or locked database as :class:`BackendError`.
+        """
         from memdir.storage.repository import Repository
 
-        with self._connect(write=True) as conn, conn.begin():
+        with self._translated(), self._connect(write=True) as conn, conn.begin():
             yield Repository(conn, self.dialect)
 
     @contextmanager
@@ -192,8 +197,32 @@ class Database:
         """A reader transaction: one consistent snapshot, never blocking writers."""
         from memdir.storage.repository import Repository
 
-        with self._connect(write=False) as conn, conn.begin():
+        with self._translated(), self._connect(write=False) as conn, conn.begin():
             yield Repository(conn, self.dialect)
+
+    @contextmanager
+    def _translated(self) -> Iterator[None]:
+        """Map SQLAlchemy's and the driver's own errors (raw cursors raise the latter)."""
+        dbapi = self.engine.dialect.dbapi
+        integrity: tuple[type[BaseException], ...] = (sa.exc.IntegrityError,)
+        operational: tuple[type[BaseException], ...] = (sa.exc.OperationalError,)
+        if dbapi is not None:
+            integrity += (dbapi.IntegrityError,)
+            operational += (dbapi.OperationalError,)
+        try:
+            yield
+        except integrity as exc:
+            raise Conflict(
+                "the change conflicts with another one made at the same time; retry it",
+                reason=str(getattr(exc, "orig", exc)).splitlines()[0],
+            ) from None
+        except operational as exc:
+            raise BackendError(
+                f"the database {self.display_url} failed: "
+                f"{str(getattr(exc, 'orig', exc)).splitlines()[0]}; retry, and check that it "
+                "is reachable",
+                url=self.display_url,
+            ) from None
 
     @contextmanager
     def _connect(self, *, write: bool) -> Iterator[Connection]:
@@ -218,6 +247,12 @@ class Database:
         a single SELECT sees one committed snapshot, and skipping the pool checkout and
         BEGIN/COMMIT of a transaction makes a read several times cheaper.
         """
+        with self._translated():
+            return self._read_current(store, path, policy_path)
+
+    def _read_current(
+        self, store: str, path: str, policy_path: str | None
+    ) -> tuple[Any, ...] | None:
         connection = getattr(self._local, "connection", None)
         if connection is None:
             fairy = self.engine.raw_connection()

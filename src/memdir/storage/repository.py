@@ -102,9 +102,15 @@ class Repository:
         query = sa.select(stores, count.label("files")).order_by(stores.c.name)
         return self.conn.execute(query).all()
 
-    def create_store(self, name: str, now: dt.datetime) -> int:
-        result = self.conn.execute(sa.insert(stores).values(name=name, revision=0, created_at=now))
-        return int(_first_key(result))
+    def create_store(self, name: str, now: dt.datetime) -> int | None:
+        """Insert a store and return its id; None when the name is taken, also by a concurrent
+        transaction (PostgreSQL waits for it, then inserts nothing instead of failing)."""
+        value = self.conn.execute(
+            self.dialect.insert_ignore(stores)
+            .values(name=name, revision=0, created_at=now)
+            .returning(stores.c.id)
+        ).scalar()
+        return None if value is None else int(value)
 
     def archive_store(self, store_id: int, now: dt.datetime) -> None:
         self.conn.execute(sa.update(stores).where(stores.c.id == store_id).values(archived_at=now))
@@ -118,16 +124,29 @@ class Repository:
             self.conn.execute(sa.delete(table).where(table.c.store_id == store_id))
         self.conn.execute(sa.delete(stores).where(stores.c.id == store_id))
 
-    def bump_revision(self, store_id: int) -> int:
+    def bump_revision(self, store_id: int) -> int | None:
         """Increment the store's counter row and return the new revision.
 
         The UPDATE takes the row's write lock until the transaction ends: committers to one
-        store are serialised and their revisions are gap-free.
+        store are serialised and their revisions are gap-free. None when the store is gone or
+        archived (by a transaction this one waited for).
         """
         row = self.raw(
-            "UPDATE stores SET revision = revision + 1 WHERE id = ? RETURNING revision", (store_id,)
+            "UPDATE stores SET revision = revision + 1 WHERE id = ? AND archived_at IS NULL "
+            "RETURNING revision",
+            (store_id,),
         ).fetchone()
-        return int(row[0])
+        return None if row is None else int(row[0])
+
+    def lock_store(self, store_id: int) -> bool:
+        """Take the store's write lock (its counter row) without changing the revision.
+
+        For changes that are not commits (redaction, deleting the store) but must still not
+        interleave with one. (On SQLite the writer transaction already holds the database's
+        lock.) False when the store is gone.
+        """
+        cursor = self.raw("UPDATE stores SET revision = revision WHERE id = ?", (store_id,))
+        return bool(cursor.rowcount == 1)
 
     # --- heads ----------------------------------------------------------------------------
 

@@ -34,11 +34,13 @@ __all__ = [
     "proposals",
     "stores",
     "tokens",
+    "transcript_events",
+    "transcripts",
     "versions",
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0003"
+HEAD_REVISION = "0004"
 
 metadata = sa.MetaData(
     naming_convention={
@@ -189,4 +191,70 @@ proposals = sa.Table(
     sa.Column("review_comment", sa.Text, nullable=True),
     sa.Column("commit_id", sa.String(32), nullable=True),
     sa.Index(None, "store_id", "status"),
+)
+
+# --- transcripts (migration 0004) -----------------------------------------------------------
+# ``transcripts``: one row per imported agent session, keyed by (store, source format, session
+# id); ``events`` is the number of event rows it has. Scope labels (project, user, agent, task)
+# decide who reads it. ``transcript_events``: its ordered events, ``seq`` 0, 1, 2, ... and
+# ``key`` (the source-derived identity that makes re-import of a grown session append only what
+# is new). JSON values are stored as text. Deleting a store or a transcript cascades.
+
+transcripts = sa.Table(
+    "transcripts",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column(
+        "store_id", sa.Integer, sa.ForeignKey("stores.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("format", sa.String(64), nullable=False),
+    sa.Column("session_id", sa.Text, nullable=False),
+    sa.Column("parent_session", sa.Text, nullable=True),
+    sa.Column("project", sa.Text, nullable=True),
+    sa.Column("user", sa.Text, nullable=True),
+    sa.Column("agent", sa.Text, nullable=True),
+    sa.Column("task", sa.Text, nullable=True),
+    sa.Column("labels", sa.Text, nullable=False),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("score", sa.Float, nullable=True),
+    sa.Column("started_at", Time, nullable=True),
+    sa.Column("ended_at", Time, nullable=True),
+    sa.Column("events", sa.Integer, nullable=False),
+    sa.Column("tool_calls", sa.Integer, nullable=False),
+    sa.Column("tool_errors", sa.Integer, nullable=False),
+    sa.Column("redactions", sa.Integer, nullable=False),
+    sa.Column("meta", sa.Text, nullable=False),
+    sa.Column("imported_at", Time, nullable=False),
+    sa.Column("updated_at", Time, nullable=False),
+    sa.Column("imported_by", sa.String(200), nullable=False),
+    sa.UniqueConstraint("store_id", "format", "session_id"),
+    sa.Index(None, "store_id", "started_at"),
+)
+
+transcript_events = sa.Table(
+    "transcript_events",
+    metadata,
+    sa.Column(
+        "transcript_id",
+        sa.String(32),
+        sa.ForeignKey("transcripts.id", ondelete="CASCADE"),
+        primary_key=True,
+    ),
+    sa.Column("seq", sa.Integer, primary_key=True),
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("kind", sa.String(16), nullable=False),
+    sa.Column("role", sa.String(16), nullable=True),
+    sa.Column("ts", Time, nullable=True),
+    sa.Column("name", sa.Text, nullable=True),
+    sa.Column("call_id", sa.Text, nullable=True),
+    sa.Column("text", sa.Text, nullable=True),
+    sa.Column("input", sa.Text, nullable=True),
+    sa.Column("is_error", sa.Boolean, nullable=True),
+    sa.Column("exit_code", sa.Integer, nullable=True),
+    sa.Column("duration_ms", sa.Float, nullable=True),
+    sa.Column("usage", sa.Text, nullable=True),
+    sa.Column("model", sa.Text, nullable=True),
+    sa.Column("message_id", sa.Text, nullable=True),
+    sa.Column("raw", sa.Text, nullable=True),
+    sa.UniqueConstraint("transcript_id", "key"),
 )

@@ -1,0 +1,140 @@
+"""The composition root of the HTTP server: :func:`create_app`.
+
+Settings are read once, here (``memdir.settings.Settings`` for the database and limits,
+:class:`~memdir.api.settings.ApiSettings` for rate limits), and everything the routes need is
+built from them and kept in ``app.state.memdir``. Routes are thin: parse, call the service,
+format. What is served:
+
+- ``/v1/...`` — the REST API (bearer token on every route; see ``docs/rest.md``);
+- ``/healthz`` — liveness and database reachability, no token;
+- ``/metrics`` — Prometheus text, for a token of a member of the ``admins`` group;
+- ``/openapi.json`` and ``/docs`` — the schema and its browsable form;
+- ``/mcp`` — the MCP streamable-HTTP app, mounted by the composition that serves both (see
+  the marked place in :func:`create_app`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.responses import JSONResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+import memdir
+from memdir.api.deps import AppState, Ctx, methods_by_route
+from memdir.api.errors import install_error_handlers
+from memdir.api.metrics import Metrics
+from memdir.api.middleware import ObserveMiddleware
+from memdir.api.ratelimit import RateLimiter
+from memdir.api.routes import admin, browse, changes, files, history, review
+from memdir.api.settings import ApiSettings
+from memdir.api.tokens import TokenCache
+from memdir.core.errors import Forbidden, MemdirError
+from memdir.service import MemoryService
+from memdir.settings import Settings
+
+__all__ = ["app_from_env", "create_app"]
+
+DESCRIPTION = """\
+Versioned, permissioned memory for fleets of AI agents. Every `/v1` route needs
+`Authorization: Bearer <token>`. Errors are one envelope, `{"error": {"type", "message", ...}}`.
+Files use HTTP conditional requests: the `ETag` is the content's sha256; full overwrites need
+`If-Match` (or `If-None-Match: *` to create). Writes (anything that makes a commit) honour
+`Idempotency-Key`. Lists are pages: pass `next_cursor` back as `cursor`.
+"""
+
+
+def create_app(
+    settings: Settings,
+    service: MemoryService | None = None,
+    *,
+    api_settings: ApiSettings | None = None,
+) -> FastAPI:
+    """The ASGI app serving memdir over HTTP.
+
+    Without ``service``, opens ``settings.db`` (which must exist: ``memdir serve`` and
+    ``memdir init`` create it) and closes it at shutdown; a given service is the caller's.
+    ``api_settings`` defaults to the environment (``MEMDIR_RATE_LIMIT``, ...).
+    """
+    api_settings = api_settings or ApiSettings.from_env()
+    owns = service is None
+    if service is None:
+        from memdir.storage.database import Database
+
+        database = Database(settings.db, pool_size=settings.pool_size)
+        service = MemoryService(database, max_file_bytes=settings.max_file_bytes)
+    routers = [m.router for m in (files, browse, history, review, changes, admin)]
+    tokens = TokenCache(api_settings.token_cache_seconds)
+    state = AppState(service, Metrics(), tokens, owns, methods_by_route(routers))
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        yield
+        if state.owns_service:
+            state.service.db.close()
+
+    app = FastAPI(
+        title="memdir",
+        version=memdir.__version__,
+        description=DESCRIPTION,
+        lifespan=lifespan,
+    )
+    app.state.memdir = state
+    install_error_handlers(app)
+
+    if api_settings.bench_routes:  # first: the floor pays for no route matching before it
+        app.add_api_route("/v1/_bench/constant", _constant, include_in_schema=False)
+    for router in routers:
+        app.router.routes.extend(router.routes)
+    app.add_api_route("/healthz", _healthz, include_in_schema=False)
+    app.add_api_route("/metrics", _metrics, include_in_schema=False)
+
+    # --- MCP -------------------------------------------------------------------------------
+    # The MCP streamable-HTTP app is mounted here, at /mcp, by whoever composes the server
+    # (memdir.mcp builds it over the same `service`); the REST surface does not import it:
+    #     app.mount("/mcp", mcp_http_app)
+    # Its lifespan (session manager) must run inside this app's lifespan above.
+    # -----------------------------------------------------------------------------------------
+
+    limiter = None
+    if api_settings.rate is not None:
+        limiter = RateLimiter(api_settings.rate, api_settings.burst)
+    app.add_middleware(ObserveMiddleware, metrics=state.metrics, limiter=limiter)
+    return app
+
+
+def app_from_env() -> FastAPI:
+    """The app from ``MEMDIR_*`` settings alone: the factory ``memdir serve`` workers load."""
+    return create_app(Settings.load())
+
+
+async def _constant() -> Response:
+    """The benchmark floor: same stack, no token, no database."""
+    return Response(b'{"ok":true}', media_type="application/json")
+
+
+async def _healthz(request: Request) -> JSONResponse:
+    """Alive, and the database answers (503 otherwise). No token needed."""
+    state: AppState = request.app.state.memdir
+    try:
+        schema = await run_in_threadpool(state.service.db.schema_revision)
+    except MemdirError as error:
+        return JSONResponse({"status": "unavailable", "error": error.to_dict()}, 503)
+    return JSONResponse({"status": "ok", "version": memdir.__version__, "schema": schema})
+
+
+async def _metrics(ctx: Ctx, request: Request) -> Response:
+    """Prometheus text exposition; for members of the ``admins`` group."""
+    principal = ctx.principal
+    scope = principal.scope
+    if "admins" not in principal.groups or (scope is not None and "admin" not in scope.actions):
+        raise Forbidden(
+            f"{principal.id} may not read metrics; use a token of a member of the 'admins' group",
+            principal=principal.id,
+        )
+    state: AppState = request.app.state.memdir
+    body: Any = state.metrics.render()
+    return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -1,0 +1,100 @@
+"""The review queue: propose, list, show, accept, reject, rebase.
+
+A proposal is visible to its author and to whoever may read every path it touches.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Literal
+
+from fastapi import Query
+from fastapi.responses import Response
+
+from memdir.api.deps import (
+    Ctx,
+    Cursor,
+    Limit,
+    Prov,
+    StoreName,
+    commit_response,
+    merged,
+    offset_of,
+    offset_page,
+    render,
+    v1_router,
+)
+from memdir.api.models import Page, ProposeBody, RebaseBody, ReviewBody
+from memdir.core.model import CommitResult, operation_from_dict
+from memdir.proposals import Proposal
+
+__all__ = ["router"]
+
+router = v1_router("proposals")
+
+ONE = "/stores/{store}/proposals/{proposal_id}"
+Status = Literal["open", "accepted", "rejected", "conflicted", "superseded", "all"]
+
+
+@router.get("/stores/{store}/proposals", response_model=Page[Proposal], summary="Proposals")
+async def list_proposals(
+    ctx: Ctx,
+    store: StoreName,
+    status: Annotated[Status, Query(description="Only proposals in this state.")] = "open",
+    cursor: Cursor = None,
+    limit: Limit = 100,
+) -> Response:
+    """Proposals the caller may see, newest first."""
+    start = offset_of(cursor)
+    found = await ctx.call(
+        ctx.service.list_proposals, store, status=None if status == "all" else status,
+        limit=start + limit + 1,
+    )  # fmt: skip
+    return render(offset_page(found, start, limit))
+
+
+@router.post(
+    "/stores/{store}/proposals", response_model=Proposal, status_code=201, summary="Propose"
+)
+async def propose(ctx: Ctx, store: StoreName, body: ProposeBody, prov: Prov) -> Response:
+    """Queue operations for review instead of applying them (needs ``propose`` rights)."""
+    operations = [operation_from_dict(op.model_dump()) for op in body.operations]
+    proposal = await ctx.call(
+        ctx.service.propose, store, operations, rationale=body.rationale,
+        evidence=body.evidence, statistics=body.statistics, provenance=merged(prov, body),
+    )  # fmt: skip
+    return render(proposal, 201, {"Location": f"/v1/stores/{store}/proposals/{proposal.id}"})
+
+
+@router.get(ONE, response_model=Proposal, summary="Show a proposal")
+async def show_proposal(ctx: Ctx, store: StoreName, proposal_id: str) -> Response:
+    """Operations, findings, notes — and base, current and proposed text when conflicted."""
+    return render(await ctx.call(ctx.service.get_proposal, store, proposal_id))
+
+
+@router.post(ONE + "/accept", response_model=CommitResult, summary="Accept a proposal")
+async def accept(
+    ctx: Ctx, store: StoreName, proposal_id: str, body: ReviewBody | None = None
+) -> Response:
+    """Apply an open proposal as a commit (409, and ``conflicted``, if it no longer applies)."""
+    comment = body.comment if body is not None else None
+    result = await ctx.call(ctx.service.accept_proposal, store, proposal_id, comment)
+    return commit_response(result)
+
+
+@router.post(ONE + "/reject", response_model=Proposal, summary="Reject a proposal")
+async def reject(
+    ctx: Ctx, store: StoreName, proposal_id: str, body: ReviewBody | None = None
+) -> Response:
+    """Reject an open or conflicted proposal."""
+    comment = body.comment if body is not None else None
+    return render(await ctx.call(ctx.service.reject_proposal, store, proposal_id, comment))
+
+
+@router.post(ONE + "/rebase", response_model=Proposal, summary="Rebase a proposal")
+async def rebase(
+    ctx: Ctx, store: StoreName, proposal_id: str, body: RebaseBody | None = None
+) -> Response:
+    """Rebase onto the current files, optionally replacing a one-file change by ``content``."""
+    content = body.content if body is not None else None
+    proposal = await ctx.call(ctx.service.rebase_proposal, store, proposal_id, content=content)
+    return render(proposal)

@@ -1,0 +1,501 @@
+"""The MCP tools: thin handlers that resolve paths, call the service and render the result.
+
+Each handler takes the request's principal (``principal_for_request(ctx)``), maps its tool
+paths onto store paths (:class:`~memdir.mcp.namespace.Namespace`), makes one service call (two
+for a directory or the snippet of an edit) and returns text. Errors become ``isError`` results
+with one actionable line: the reference memory tool's wording where it has one, else the
+memdir error's message; :class:`~memdir.core.errors.Proposed` is not an error but a result
+saying the change awaits review.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from typing import Annotated, Any
+
+from mcp.server.mcpserver import Context
+from mcp_types import CallToolResult, TextContent
+from pydantic import Field
+
+from memdir.core.errors import (
+    EditConflict,
+    MemdirError,
+    NotFound,
+    PathConflict,
+    PreconditionFailed,
+    Proposed,
+    ScreeningRefused,
+)
+from memdir.core.model import Delete, Operation, Principal, Rename, operation_from_dict
+from memdir.mcp import render
+from memdir.mcp.namespace import Namespace, Resolved
+from memdir.mcp.render import Refusal
+from memdir.service import MemoryService
+
+__all__ = ["MAX_GREP_LINES", "Ctx", "MemoryTools", "PrincipalForRequest"]
+
+Ctx = Context[Any, Any]
+PrincipalForRequest = Callable[[Ctx], Principal]
+
+MAX_GREP_LINES = 200
+_log = logging.getLogger(__name__)
+
+# Argument types: the names and meaning of Claude's memory tool (memory_20250818).
+ToolPath = Annotated[
+    str,
+    Field(
+        description="Absolute memory path, e.g. /projects/acme/conventions.md (or /memories/...)."
+    ),
+]
+IfMatch = Annotated[
+    str | None,
+    Field(
+        description="Optional sha256 (from `view`): apply only if the file still has exactly "
+        "this content; otherwise fail with its current sha256."
+    ),
+]
+# Memory-tool argument names accepted in `propose` operations, and their memdir names.
+_OP_KEYS = {
+    "command": "op",
+    "file_text": "content",
+    "old_str": "old",
+    "new_str": "new",
+    "insert_line": "line",
+    "insert_text": "text",
+    "old_path": "path",
+}
+
+
+def _text(text: str, *, error: bool = False) -> CallToolResult:
+    return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
+
+
+class MemoryTools:
+    """The tool handlers over one service, one store and one namespace."""
+
+    def __init__(
+        self,
+        service: MemoryService,
+        principal_for_request: PrincipalForRequest,
+        store: str,
+        namespace: Namespace,
+    ) -> None:
+        self.service = service
+        self.principal_for = principal_for_request
+        self.store = store
+        self.ns = namespace
+
+    # --- the call frame: principal, errors ------------------------------------------------
+
+    def _call(self, ctx: Ctx, path: str, action: Callable[[Principal], str]) -> CallToolResult:
+        """Run ``action`` as the request's principal; ``path`` names the target in errors."""
+        try:
+            return _text(action(self.principal_for(ctx)))
+        except Refusal as refusal:
+            return _text(refusal.text, error=True)
+        except Proposed as error:
+            return _text(render.proposed(error.details["proposal"], error.details.get("reason")))
+        except PreconditionFailed as error:
+            expected = error.details.get("expected_sha256")
+            current = error.details.get("current_sha256")
+            return _text(render.precondition_failed(path, expected, current), error=True)
+        except ScreeningRefused as error:
+            findings = error.details.get("findings") or []
+            return _text(render.screening_refused(error.message, findings), error=True)
+        except MemdirError as error:
+            _log.info("tool call on %s failed: %s", path, error.type)
+            return _text(error.message, error=True)
+
+    def _resolve(self, path: str) -> Resolved:
+        return self.ns.resolve(path)
+
+    def _files_under(self, principal: Principal, directory: str) -> list[tuple[str, int]]:
+        """(store path, size) of every readable file under ``directory``; [] if none."""
+        try:
+            entries = self.service.ls(principal, self.store, directory, depth=None)
+        except NotFound as error:
+            if error.details.get("path") == directory:
+                return []
+            raise
+        return [(e.path, e.size) for e in entries if e.kind == "file" and e.path != directory]
+
+    @staticmethod
+    def _is_missing(error: NotFound, store_path: str) -> bool:
+        """The error is about ``store_path`` itself (not, say, an unknown store)."""
+        return error.details.get("path") == store_path
+
+    # --- the memory-tool commands ---------------------------------------------------------
+
+    def view(
+        self,
+        ctx: Ctx,
+        path: ToolPath,
+        view_range: Annotated[
+            list[int] | None,
+            Field(
+                description="Optional [start_line, end_line] (1-based, inclusive; end_line -1 "
+                "means to the end of the file). Files only."
+            ),
+        ] = None,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            if view_range is not None and len(view_range) != 2:
+                raise Refusal(
+                    f"view_range must be [start_line, end_line], got {view_range}; use -1 as "
+                    "end_line to read to the end"
+                )
+            target = self._resolve(path)
+            if target.store_path != "/":
+                try:
+                    found = self.service.read(principal, self.store, target.store_path)
+                except NotFound as error:
+                    if not self._is_missing(error, target.store_path):
+                        raise
+                else:
+                    return render.file_view(
+                        path, found.content, found.sha256, found.version, view_range
+                    )
+            files = self._files_under(principal, target.store_path)
+            if not files and not self.ns.is_root(target):
+                raise Refusal(render.not_found(path))
+            base = len(target.store_path.rstrip("/")) + 1
+            return render.directory_view(path, [(p[base:], size) for p, size in files])
+
+        return self._call(ctx, path, run)
+
+    def create(
+        self,
+        ctx: Ctx,
+        path: ToolPath,
+        file_text: Annotated[str, Field(description="The whole content of the file.")],
+        if_match: IfMatch = None,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            target = self._resolve(path)
+            try:
+                self.service.write(
+                    principal, self.store, target.store_path, file_text,
+                    if_match=if_match, if_absent=if_match is None,
+                )  # fmt: skip
+            except PreconditionFailed as error:
+                if if_match is None:
+                    raise Refusal(
+                        render.already_exists(path, error.details.get("current_sha256"))
+                    ) from None
+                raise
+            return render.created(path) if if_match is None else render.overwritten(path)
+
+        return self._call(ctx, path, run)
+
+    def str_replace(
+        self,
+        ctx: Ctx,
+        path: ToolPath,
+        old_str: Annotated[
+            str, Field(description="The exact text to replace; it must occur exactly once.")
+        ],
+        new_str: Annotated[str, Field(description="The text to put in its place.")],
+        if_match: IfMatch = None,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            target = self._resolve(path)
+            try:
+                result = self.service.str_replace(
+                    principal, self.store, target.store_path, old_str, new_str, if_match=if_match
+                )
+            except NotFound as error:
+                if self._is_missing(error, target.store_path):
+                    raise Refusal(render.not_found(path)) from None
+                raise
+            except EditConflict as error:
+                if old_str == "":
+                    raise
+                if "lines" in error.details:
+                    raise Refusal(
+                        render.multiple_occurrences(old_str, error.details["lines"])
+                    ) from None
+                raise Refusal(render.no_match(old_str, path)) from None
+            version = result.results[0].version
+            return self._replaced(principal, target.store_path, version, old_str, new_str)
+
+        return self._call(ctx, path, run)
+
+    def _replaced(
+        self, principal: Principal, store_path: str, version: int, old: str, new: str
+    ) -> str:
+        """The edit's result with the reference's snippet, from the version it was applied to."""
+        try:
+            before = self.service.read(principal, self.store, store_path, version=version - 1)
+        except MemdirError:  # e.g. redacted in between: the snippet is a courtesy
+            return render.replaced(None, 0)
+        position = before.content.find(old)
+        if position < 0:
+            return render.replaced(None, 0)
+        content = before.content
+        after = content[:position] + new + content[position + len(old) :]
+        return render.replaced(after, content[:position].count("\n"))
+
+    def insert(
+        self,
+        ctx: Ctx,
+        path: ToolPath,
+        insert_line: Annotated[
+            int,
+            Field(
+                description="Insert after this line: 0 = at the top, the line count = at the end."
+            ),
+        ],
+        insert_text: Annotated[str, Field(description="The text to insert as its own line(s).")],
+        if_match: IfMatch = None,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            target = self._resolve(path)
+            text = insert_text.rstrip("\n")
+            try:
+                self.service.insert(
+                    principal, self.store, target.store_path, insert_line, text, if_match=if_match
+                )
+            except NotFound as error:
+                if self._is_missing(error, target.store_path):
+                    raise Refusal(render.not_found(path)) from None
+                raise
+            except EditConflict as error:
+                if "line" in error.details and "lines" in error.details:
+                    count = int(error.details["lines"])
+                    raise Refusal(render.insert_out_of_range(insert_line, count)) from None
+                raise
+            return render.edited(path)
+
+        return self._call(ctx, path, run)
+
+    def delete(self, ctx: Ctx, path: ToolPath, if_match: IfMatch = None) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            target = self._resolve(path)
+            if self.ns.is_root(target):
+                raise Refusal(render.cannot_touch_root("delete", path))
+            try:
+                self.service.delete(principal, self.store, target.store_path, if_match=if_match)
+                return render.deleted(path)
+            except NotFound as error:
+                if not self._is_missing(error, target.store_path):
+                    raise
+            files = self._files_under(principal, target.store_path)
+            if not files:
+                raise Refusal(render.not_found_short(path))
+            self._no_if_match_on_directory(path, if_match)
+            self.service.commit(principal, self.store, [Delete(p) for p, _ in files])
+            return render.deleted(path)
+
+        return self._call(ctx, path, run)
+
+    def rename(
+        self,
+        ctx: Ctx,
+        old_path: Annotated[str, Field(description="The file or directory to move.")],
+        new_path: Annotated[str, Field(description="Its new path; must not exist yet.")],
+        if_match: IfMatch = None,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            source, target = self._resolve(old_path), self._resolve(new_path)
+            if self.ns.is_root(source):
+                raise Refusal(render.cannot_touch_root("rename", old_path))
+            try:
+                self.service.rename(
+                    principal, self.store, source.store_path, target.store_path, if_match=if_match
+                )
+                return render.renamed(old_path, new_path)
+            except NotFound as error:
+                if not self._is_missing(error, source.store_path):
+                    raise
+            except PathConflict as error:
+                if error.details.get("new_path") == target.store_path or (
+                    error.details.get("path") == target.store_path and "holds" in error.details
+                ):
+                    raise Refusal(render.destination_exists(new_path)) from None
+                raise
+            return self._rename_directory(principal, old_path, new_path, source, target, if_match)
+
+        return self._call(ctx, old_path, run)
+
+    def _rename_directory(
+        self,
+        principal: Principal,
+        old_path: str,
+        new_path: str,
+        source: Resolved,
+        target: Resolved,
+        if_match: str | None,
+    ) -> str:
+        files = self._files_under(principal, source.store_path)
+        if not files:
+            raise Refusal(render.not_found_short(old_path))
+        self._no_if_match_on_directory(old_path, if_match)
+        if target.store_path.startswith(source.store_path + "/"):
+            raise Refusal(f"Cannot move the directory {old_path} into itself ({new_path})")
+        if self._files_under(principal, target.store_path):
+            raise Refusal(render.destination_exists(new_path))
+        cut = len(source.store_path)
+        moves: list[Operation] = [Rename(p, target.store_path + p[cut:]) for p, _ in files]
+        self.service.commit(principal, self.store, moves)
+        return render.renamed(old_path, new_path)
+
+    @staticmethod
+    def _no_if_match_on_directory(path: str, if_match: str | None) -> None:
+        if if_match is not None:
+            raise Refusal(
+                f"{path} is a directory; if_match applies to a file's content, so call again "
+                "without it"
+            )
+
+    # --- memdir's additions ---------------------------------------------------------------
+
+    def search(
+        self,
+        ctx: Ctx,
+        query: Annotated[
+            str,
+            Field(description='Words to look for; "exact phrases" and prefix* work.'),
+        ],
+        prefix: Annotated[str, Field(description="Only files under this directory.")] = "/",
+        limit: Annotated[int, Field(description="Most results to return.", ge=1, le=100)] = 10,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            where = self._resolve(prefix)
+            hits = self.service.search(
+                principal, self.store, query, prefix=where.store_path, limit=limit
+            )
+            if not hits:
+                return f"No memory matches {query!r} under {prefix}."
+            lines = [f"{len(hits)} result{'s' if len(hits) != 1 else ''} for {query!r}:"]
+            for hit in hits:
+                shown = self.ns.display(hit.path, where.alias)
+                lines.append(f"{shown} (score {hit.score:.3g}, version {hit.version})")
+                lines.append(f"    {' '.join(hit.snippet.split())}")
+            return "\n".join(lines)
+
+        return self._call(ctx, prefix, run)
+
+    def grep(
+        self,
+        ctx: Ctx,
+        pattern: Annotated[
+            str, Field(description="A regular expression (Python syntax), matched per line.")
+        ],
+        prefix: Annotated[str, Field(description="Only files under this directory.")] = "/",
+        ignore_case: Annotated[bool, Field(description="Match case-insensitively.")] = False,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            where = self._resolve(prefix)
+            matches = self.service.grep(
+                principal, self.store, pattern, prefix=where.store_path,
+                ignore_case=ignore_case, limit=MAX_GREP_LINES + 1,
+            )  # fmt: skip
+            if not matches:
+                return f"No line matches {pattern!r} under {prefix}."
+            lines = [
+                f"{self.ns.display(m.path, where.alias)}:{m.line}:{m.text}"
+                for m in matches[:MAX_GREP_LINES]
+            ]
+            if len(matches) > MAX_GREP_LINES:
+                lines.append(
+                    f"(only the first {MAX_GREP_LINES} matching lines are shown; narrow the "
+                    "pattern or the prefix)"
+                )
+            return "\n".join(lines)
+
+        return self._call(ctx, prefix, run)
+
+    def history(
+        self,
+        ctx: Ctx,
+        path: Annotated[
+            str | None,
+            Field(description="A file: its versions. Omitted: the latest changes to memory."),
+        ] = None,
+        limit: Annotated[int, Field(description="Most entries to return.", ge=1, le=200)] = 20,
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            if path is not None:
+                return self._file_history(principal, path, limit)
+            root = None if self.ns.root == "/" else self.ns.root
+            commits = self.service.history(principal, self.store, prefix=root, limit=limit)
+            if not commits:
+                return "No changes yet."
+            lines = []
+            for c in commits:
+                changes = ", ".join(
+                    f"{v.operation} {self.ns.display(v.path)}"
+                    for v in c.changes
+                    if self.ns.inside(v.path)
+                )
+                why = f" — {c.reason}" if c.reason else ""
+                via = f" (proposal {c.proposal})" if c.proposal else ""
+                lines.append(
+                    f"revision {c.revision} {c.created_at:%Y-%m-%d %H:%M:%S}Z by {c.actor}"
+                    f"{via}: {changes}{why}"
+                )
+            return "\n".join(lines)
+
+        return self._call(ctx, path or "/", run)
+
+    def _file_history(self, principal: Principal, path: str, limit: int) -> str:
+        target = self._resolve(path)
+        try:
+            versions = self.service.file_history(
+                principal, self.store, target.store_path, limit=limit
+            )
+        except NotFound as error:
+            if self._is_missing(error, target.store_path):
+                raise Refusal(render.not_found(path)) from None
+            raise
+        lines = [f"History of {path}, newest first:"]
+        for v in versions:
+            sha = "redacted" if v.redacted else (v.sha256 or "-")
+            moved = f" from {self.ns.display(v.old_path, target.alias)}" if v.old_path else ""
+            why = f" — {v.reason}" if v.reason else ""
+            lines.append(
+                f"version {v.version} {v.created_at:%Y-%m-%d %H:%M:%S}Z {v.operation}{moved} "
+                f"by {v.actor} (revision {v.revision}, sha256 {sha}){why}"
+            )
+        return "\n".join(lines)
+
+    def propose(
+        self,
+        ctx: Ctx,
+        operations: Annotated[
+            list[dict[str, Any]],
+            Field(
+                description='The changes, each an object naming its "command" with the '
+                "arguments of that tool: create {path, file_text}, str_replace {path, old_str, "
+                "new_str}, insert {path, insert_line, insert_text}, delete {path}, rename "
+                "{old_path, new_path}; each may carry if_match."
+            ),
+        ],
+        rationale: Annotated[
+            str, Field(description="Why the change should be made, with the evidence you have.")
+        ],
+    ) -> CallToolResult:
+        def run(principal: Principal) -> str:
+            ops = [self._operation(raw) for raw in operations]
+            proposal = self.service.propose(principal, self.store, ops, rationale=rationale)
+            paths = ", ".join(self.ns.display(p) for p in proposal.paths if self.ns.inside(p))
+            return (
+                f"Proposal {proposal.id} is {proposal.status}: {len(ops)} operation"
+                f"{'s' if len(ops) != 1 else ''} on {paths} await review. Nothing has changed "
+                "yet; a reviewer will accept or reject it."
+            )
+
+        return self._call(ctx, "/", run)
+
+    def _operation(self, raw: dict[str, Any]) -> Operation:
+        """A proposal operation from memory-tool style (or memdir style) JSON."""
+        data = {_OP_KEYS.get(key, key): value for key, value in raw.items()}
+        for key in ("path", "new_path"):
+            if isinstance(data.get(key), str):
+                data[key] = self._resolve(data[key]).store_path
+        if data.get("op") == "create" and data.get("if_match"):
+            data["op"] = "write"  # a full rewrite of an existing file
+        if data.get("op") == "insert" and isinstance(data.get("text"), str):
+            data["text"] = data["text"].rstrip("\n")
+        return operation_from_dict(data)

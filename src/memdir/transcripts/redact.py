@@ -1,0 +1,202 @@
+"""Cleaning every record before it becomes events: secrets redacted, text made storable.
+
+:class:`Redactor` walks a parsed JSON record and, for every string in it (values, not keys):
+
+- replaces each secret the guard's secret detectors find (:class:`memdir.guard.SecretsDetector`
+  through :func:`memdir.guard.screen`, findings of category ``secret``) by a marker naming the
+  kind — ``[REDACTED:secret.aws-access-key]`` — and counts it per rule;
+- replaces lone surrogates (from ``\\udXXX`` escapes) and NUL characters by U+FFFD, which
+  neither SQLite's UTF-8 nor PostgreSQL's text can hold.
+
+Keys are only made storable. Redaction runs on the source record, before an importer reads it,
+so every field derived from it (message text, tool input and output, the raw record) is clean.
+
+Cost: the guard runs once per record over its strings joined by newlines (the detectors work
+line by line, so joining changes no result) and results are cached by string across the whole
+import — system prompts and repeated tool outputs are screened once.
+"""
+
+from __future__ import annotations
+
+import bisect
+import re
+from collections.abc import Callable, Sequence
+from typing import Any, Final
+
+__all__ = ["MARKER", "Redactor", "marker"]
+
+MARKER: Final = "[REDACTED:{rule}]"
+_UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
+#: Cached strings are dropped when their total length passes this many characters.
+_CACHE_CHARS: Final = 32_000_000
+
+Screen = Callable[[str], Sequence[Any]]
+
+
+def marker(rule: str) -> str:
+    return MARKER.format(rule=rule)
+
+
+def _default_screen() -> Screen:
+    from memdir.guard import SecretsDetector, screen
+
+    detectors = [SecretsDetector()]
+
+    def run(text: str) -> Sequence[Any]:
+        return [f for f in screen(text, path="/transcript", detectors=detectors)
+                if f.category == "secret"]  # fmt: skip
+
+    return run
+
+
+class Redactor:
+    """Redacts and sanitises records; ``counts`` holds redactions per guard rule, ``total``
+    their sum.
+
+    ``screen`` returns secret findings (objects with ``rule``, ``start``, ``end``) for a text;
+    the default runs the guard's secret detectors. :meth:`disabled` only makes text storable:
+    it is for measuring the rest of the pipeline (benchmarks), never for real imports.
+    """
+
+    def __init__(self, screen: Screen | None = None) -> None:
+        self._screen = screen if screen is not None else _default_screen()
+        self._enabled = True
+        self._cache: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+        self._cached_chars = 0
+        self.counts: dict[str, int] = {}
+        self.total = 0
+
+    @classmethod
+    def disabled(cls) -> Redactor:
+        """A redactor that only makes text storable (no secret screening)."""
+        redactor = cls(screen=lambda _text: ())
+        redactor._enabled = False
+        return redactor
+
+    def clean(self, record: Any) -> Any:
+        """``record`` with secrets redacted and text storable (the same object if unchanged)."""
+        strings: list[str] = []
+        _collect(record, strings)
+        if not strings:
+            return record
+        replacements = self._replacements(strings)
+        if not replacements:
+            return record
+        return _rebuild(record, replacements)
+
+    def clean_text(self, text: str) -> str:
+        """One string, cleaned the same way."""
+        return self._replacements([text]).get(text, text)
+
+    def _replacements(self, strings: list[str]) -> dict[str, str]:
+        """Original -> cleaned, for the strings that change (screening the uncached ones)."""
+        cache = self._cache
+        if self._cached_chars > _CACHE_CHARS:
+            cache.clear()
+            self._cached_chars = 0
+        pending = [text for text in dict.fromkeys(strings) if text not in cache]
+        if pending:
+            for text, result in zip(pending, self._screen_many(pending), strict=True):
+                cache[text] = result
+                self._cached_chars += len(text)
+        out: dict[str, str] = {}
+        for text in strings:
+            cleaned, rules = cache[text]
+            if rules:
+                self.total += len(rules)
+                for rule in rules:
+                    self.counts[rule] = self.counts.get(rule, 0) + 1
+            if cleaned is not None:
+                out[text] = cleaned
+        return out
+
+    def _screen_many(self, texts: list[str]) -> list[tuple[str | None, tuple[str, ...]]]:
+        """(cleaned text or None if unchanged, rules found) for each text."""
+        findings = self._screen("\n".join(texts)) if self._enabled else ()
+        spans: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+        if findings:
+            starts, offset = [], 0
+            for text in texts:
+                starts.append(offset)
+                offset += len(text) + 1
+            for finding in findings:
+                _assign(finding.start, finding.end, finding.rule, texts, starts, spans)
+        results: list[tuple[str | None, tuple[str, ...]]] = []
+        for text, found in zip(texts, spans, strict=True):
+            cleaned = _apply(text, found) if found else text
+            if not _storable(cleaned):
+                cleaned = _UNSTORABLE.sub("\ufffd", cleaned)
+            rules = tuple(rule for _s, _e, rule in found)
+            results.append((None if cleaned is text else cleaned, rules))
+        return results
+
+
+def _assign(
+    start: int,
+    end: int,
+    rule: str,
+    texts: list[str],
+    starts: list[int],
+    spans: list[list[tuple[int, int, str]]],
+) -> None:
+    """Map a span of the joined text to the strings it covers (usually one)."""
+    index = bisect.bisect_right(starts, start) - 1
+    while index < len(texts) and start < end:
+        base = starts[index]
+        text_end = base + len(texts[index])
+        lo, hi = max(start, base) - base, min(end, text_end) - base
+        if hi > lo:
+            spans[index].append((lo, hi, rule))
+        start = text_end + 1
+        index += 1
+
+
+def _apply(text: str, spans: list[tuple[int, int, str]]) -> str:
+    pieces: list[str] = []
+    pos = 0
+    for start, end, rule in sorted(spans):
+        if start < pos:
+            continue  # overlapping findings: the first one already covers it
+        pieces.append(text[pos:start])
+        pieces.append(marker(rule))
+        pos = end
+    pieces.append(text[pos:])
+    return "".join(pieces)
+
+
+def _storable(text: str) -> bool:
+    if text.isascii():
+        return "\x00" not in text
+    return _UNSTORABLE.search(text) is None
+
+
+def _collect(value: Any, out: list[str]) -> None:
+    if isinstance(value, str):
+        out.append(value)
+    elif isinstance(value, dict):
+        for key, item in value.items():
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict | list):
+                _collect(item, out)
+            if not _storable(key):
+                out.append(key)
+    elif isinstance(value, list):
+        for item in value:
+            if isinstance(item, str):
+                out.append(item)
+            elif isinstance(item, dict | list):
+                _collect(item, out)
+
+
+def _rebuild(value: Any, replacements: dict[str, str]) -> Any:
+    if isinstance(value, str):
+        return replacements.get(value, value)
+    if isinstance(value, dict):
+        return {
+            (k if _storable(k) else replacements.get(k, k)): _rebuild(v, replacements)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_rebuild(v, replacements) for v in value]
+    return value

@@ -1,0 +1,478 @@
+"""Transcripts in the service: import, list, show, export and purge, under the store's policy.
+
+Who may do what — labels are scopes. A transcript's scope labels each name a directory
+(project ``P`` -> ``/projects/P``, user ``U`` -> ``/users/U``, agent ``A`` -> ``/agents/A``,
+task ``T`` -> ``/tasks/T``), checked through the store's policy and the caller's token as the
+right on a path directly in it (``/projects/P/*``):
+
+- read (list, show, export): ``read`` on every directory its labels name;
+- import (create or grow): ``write`` on every one (for a grown transcript, of its stored
+  labels — labels are set when a transcript is first imported and never change after);
+- purge: ``admin`` on every one.
+
+An unlabelled transcript is for administrators only (the database owner, or a member of the
+``admins`` group whose token, if any, is not narrowed to some paths). What a caller may not
+read does not exist for it: the same NotFound, and never counted or listed.
+
+Each transcript is stored in its own writer transaction: a transcript that fails (no right,
+bad label, a database error) leaves nothing behind and the import goes on with the next one.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import re
+import secrets
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from memdir.access import Access
+from memdir.base import ServiceBase
+from memdir.core.errors import Forbidden, InvalidInput, MemdirError, NotFound
+from memdir.core.model import Principal
+from memdir.core.paths import validate_path
+from memdir.transcripts.generic import export_lines
+from memdir.transcripts.importing import read_source
+from memdir.transcripts.model import (
+    OUTCOMES,
+    SCOPE_LABELS,
+    Event,
+    ImportedTranscript,
+    ImportReport,
+    Labels,
+    Problem,
+    Transcript,
+    TranscriptInfo,
+    TranscriptView,
+    scope_paths,
+)
+from memdir.transcripts.reader import ParseContext, Source
+from memdir.transcripts.redact import Redactor
+from memdir.transcripts.store import ListFilter, TranscriptRows, event_from_row, info_from_row
+
+__all__ = ["TranscriptPage", "TranscriptsMixin", "validate_label"]
+
+_FORMAT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
+MAX_SESSION_ID: Final = 512
+
+
+@dataclass(frozen=True)
+class TranscriptPage:
+    """One page of ``list_transcripts``; pass ``next_cursor`` back for the next (None: done)."""
+
+    items: list[TranscriptInfo]
+    next_cursor: str | None
+
+
+def validate_label(kind: str, value: str) -> str:
+    """A scope label must be one path segment (it names ``/<kind>s/<value>``)."""
+    if not value or "/" in value:
+        raise InvalidInput(
+            f"invalid {kind} label {value!r}: use one path segment (no '/'), as in "
+            f"{SCOPE_LABELS[kind]}<name>",
+            label=kind,
+        )
+    try:
+        validate_path(SCOPE_LABELS[kind] + value)
+    except InvalidInput as error:
+        raise InvalidInput(
+            f"invalid {kind} label {value[:80]!r}: {error.message}", label=kind
+        ) from None
+    return value
+
+
+def _is_admin(principal: Principal, action: str) -> bool:
+    """Owner, or an ``admins`` member whose token (if any) covers every path and the action."""
+    if principal.is_owner:
+        return True
+    if "admins" not in principal.groups:
+        return False
+    scope = principal.scope
+    return scope is None or ("/**" in scope.paths and (action in scope.actions
+                                                       or "admin" in scope.actions))  # fmt: skip
+
+
+def allowed(access: Access, scopes: dict[str, str], action: str) -> bool:
+    """May ``access.principal`` do ``action`` on a transcript with these scope labels?
+
+    The right on a directory is asked as the right on ``<directory>/*`` (a path directly in
+    it): the policy engine indexes a rule such as ``/projects/{project}/**`` under its literal
+    directory and consults it for paths *below* that directory only.
+    """
+    if not scopes:
+        return _is_admin(access.principal, action)
+    return all(access.allowed(action, path + "/*") for path in scope_paths(scopes))
+
+
+def _missing(transcript_id: str) -> NotFound:
+    return NotFound(
+        f"transcript {transcript_id} does not exist; list transcripts with "
+        "`memdir transcripts list`",
+        transcript=transcript_id,
+    )
+
+
+class TranscriptsMixin(ServiceBase):
+    """Agent session transcripts: see the module docstring for the rules."""
+
+    # --- import ---------------------------------------------------------------------------
+
+    def import_transcripts(
+        self,
+        principal: Principal,
+        store: str,
+        sources: Iterable[Source],
+        *,
+        format: str | None = None,
+        labels: Labels | None = None,
+        progress: Callable[[int], None] | None = None,
+        redactor: Redactor | None = None,
+    ) -> ImportReport:
+        """Import every session in ``sources`` (files, pushed bytes); see :class:`ImportReport`.
+
+        ``format`` forces an importer (else detected per source); ``labels`` set scope labels
+        and tags on every new transcript, over the source's own; ``progress`` is called with
+        byte counts as input is read. Secrets are redacted by ``redactor`` (default: the
+        guard's secret detectors).
+        """
+        for kind in SCOPE_LABELS:
+            value = getattr(labels, kind, None) if labels else None
+            if value is not None:
+                validate_label(kind, value)
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            self._writable_store(row)
+            access = self._access(repo, row.id, principal)
+        redactor = redactor or Redactor()
+        before_total, before = redactor.total, dict(redactor.counts)
+        ctx = ParseContext(cleaner=redactor.clean, redaction_total=lambda: redactor.total,
+                           progress=progress)  # fmt: skip
+        report = ImportReport()
+        for source in sources:
+            report.files += 1
+            report.bytes += source.size or 0
+            for transcript in read_source(source, ctx, format):
+                report.sessions += 1
+                self._import_one(principal, row.id, access, transcript, labels, report)
+        report.skipped.extend(ctx.skipped)
+        report.ignored_records = ctx.ignored
+        report.redactions = redactor.total - before_total  # a redactor may be reused
+        report.redactions_by_rule = {
+            rule: count - before.get(rule, 0)
+            for rule, count in sorted(redactor.counts.items())
+            if count > before.get(rule, 0)
+        }
+        return report
+
+    def _import_one(
+        self,
+        principal: Principal,
+        store_id: int,
+        access: Access,
+        transcript: Transcript,
+        labels: Labels | None,
+        report: ImportReport,
+    ) -> None:
+        try:
+            _apply_labels(transcript, labels)
+            done, added = self._store_transcript(principal, store_id, access, transcript)
+        except MemdirError as error:
+            reason = f"session {transcript.session_id[:80]!r} not imported: {error.message}"
+            report.failed.append(Problem(transcript.origin, transcript.line, reason))
+            return
+        except (sa.exc.SQLAlchemyError, RecursionError, ValueError) as error:
+            reason = (f"session {transcript.session_id[:80]!r} not imported: "
+                      f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")  # fmt: skip
+            report.failed.append(Problem(transcript.origin, transcript.line, reason))
+            return
+        report.transcripts.append(done)
+        setattr(report, done.status, getattr(report, done.status) + 1)
+        calls, errors = _counts(added)
+        report.events += len(added)
+        report.tool_calls += calls
+        report.tool_errors += errors
+
+    def _store_transcript(
+        self, principal: Principal, store_id: int, access: Access, t: Transcript
+    ) -> tuple[ImportedTranscript, list[Event]]:
+        """One transcript in one writer transaction: create it, or append its new events.
+
+        Returns what happened and the events added.
+        """
+        now = dt.datetime.now(dt.UTC)
+        with self.db.write() as repo:
+            rows = TranscriptRows(repo)
+            state = rows.store_open(store_id)
+            if not state:
+                raise (NotFound if state is None else Forbidden)(
+                    "the store was deleted or archived during the import", store_id=store_id
+                )
+            existing = rows.find(store_id, t.format, t.session_id)
+            if existing is None:
+                self._require(access, t.scopes(), "write", "import")
+                tid = secrets.token_hex(8)
+                rows.insert(_new_row(tid, store_id, t, principal, now))
+                rows.append_events(tid, 0, t.events)
+                done = ImportedTranscript(tid, t.format, t.session_id, "new", len(t.events))
+                return done, t.events
+            info = info_from_row(existing)
+            self._require(access, info.scopes(), "write", "add to")
+            keys = rows.event_keys(info.id)
+            new = [e for e in t.events if e.key not in keys]
+            if not new:
+                return ImportedTranscript(info.id, t.format, t.session_id, "unchanged", 0), []
+            rows.append_events(info.id, info.events, new)
+            rows.update(info.id, _grown_row(existing, t, new, now))
+            return ImportedTranscript(info.id, t.format, t.session_id, "grown", len(new)), new
+
+    @staticmethod
+    def _require(access: Access, scopes: dict[str, str], action: str, verb: str) -> None:
+        if allowed(access, scopes, action):
+            return
+        where = ", ".join(scope_paths(scopes)) or "unlabelled transcripts (administrators only)"
+        raise Forbidden(
+            f"{access.principal.id} may not {verb} transcripts of {where}: {action} is needed "
+            f"on each; label the import (--project/--agent/--user/--task) with scopes you may "
+            f"{action}",
+            action=action,
+        )
+
+    # --- reads ----------------------------------------------------------------------------
+
+    def list_transcripts(
+        self,
+        principal: Principal,
+        store: str,
+        *,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        agent: str | None = None,
+        project: str | None = None,
+        user: str | None = None,
+        task: str | None = None,
+        outcome: str | None = None,
+        has_errors: bool | None = None,
+        format: str | None = None,
+        limit: int = 100,
+        cursor: str | None = None,
+    ) -> TranscriptPage:
+        """Readable transcripts, newest first (by start), filtered; ``limit`` per page."""
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, received {limit}")
+        if outcome is not None and outcome not in OUTCOMES:
+            raise InvalidInput(
+                f"outcome must be one of {', '.join(OUTCOMES)}, received {outcome!r}"
+            )
+        where = ListFilter(
+            since=_utc(since), until=_utc(until), agent=agent, project=project, user=user,
+            task=task, outcome=outcome, has_errors=has_errors, format=format,
+        )  # fmt: skip
+        after = _decode_cursor(cursor)
+        items: list[TranscriptInfo] = []
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
+            rows = TranscriptRows(repo)
+            window = max(limit + 1, 64)
+            while len(items) <= limit:
+                batch = rows.page(row.id, where, after, window)
+                for found in batch:
+                    info = info_from_row(found)
+                    after = (info.started_at, info.id)
+                    if allowed(access, info.scopes(), "read"):
+                        items.append(info)
+                        if len(items) > limit:
+                            break
+                if len(batch) < window:
+                    break
+        more = len(items) > limit
+        items = items[:limit]
+        last = items[-1] if items else None
+        next_cursor = _encode_cursor(last.started_at, last.id) if more and last else None
+        return TranscriptPage(items, next_cursor)
+
+    def get_transcript(
+        self, principal: Principal, store: str, transcript_id: str
+    ) -> TranscriptView:
+        """A readable transcript with its events, parent and (readable) sub-agent sessions."""
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
+            rows = TranscriptRows(repo)
+            found = self._resolve(rows, row.id, access, transcript_id)
+            info = info_from_row(found)
+            events = [event_from_row(e) for e in rows.events(info.id)]
+            parent = None
+            if info.parent_session is not None:
+                up = rows.find(row.id, info.format, info.parent_session)
+                if up is not None and allowed(access, info_from_row(up).scopes(), "read"):
+                    parent = up.id
+            children = tuple(
+                c.id
+                for c in rows.children(row.id, info.format, info.session_id)
+                if allowed(access, info_from_row(c).scopes(), "read")
+            )
+            return TranscriptView(info, json.loads(found.meta), events, parent, children)
+
+    def export_transcript(
+        self, principal: Principal, store: str, transcript_id: str
+    ) -> Iterator[str]:
+        """The transcript in the generic JSONL form, line by line (streamed from the database).
+
+        Access is checked before the first line is produced.
+        """
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
+            found = self._resolve(TranscriptRows(repo), row.id, access, transcript_id)
+            store_id, tid = row.id, found.id
+        return self._export(store_id, tid)
+
+    def _export(self, store_id: int, transcript_id: str) -> Iterator[str]:
+        with self.db.read() as repo:
+            rows = TranscriptRows(repo)
+            found = rows.by_id(store_id, transcript_id)
+            if found is None:
+                return
+            events = (event_from_row(e) for e in rows.events(transcript_id))
+            yield from export_lines(info_from_row(found), json.loads(found.meta), events)
+
+    def purge_transcript(
+        self, principal: Principal, store: str, transcript_id: str
+    ) -> TranscriptInfo:
+        """Delete a transcript and all its events for good (``admin`` on its scopes)."""
+        with self.db.write() as repo:
+            row = self._store_row(repo, store)
+            self._writable_store(row)
+            access = self._access(repo, row.id, principal)
+            rows = TranscriptRows(repo)
+            found = self._resolve(rows, row.id, access, transcript_id)
+            info = info_from_row(found)
+            self._require(access, info.scopes(), "admin", "purge")
+            rows.delete(info.id)
+            return info
+
+    @staticmethod
+    def _resolve(rows: TranscriptRows, store_id: int, access: Access, transcript_id: str) -> Any:
+        """The readable transcript with this id or unique id prefix (4+ characters)."""
+        found = rows.by_id(store_id, transcript_id)
+        if found is None and 4 <= len(transcript_id) < 16:
+            matches = [m for m in rows.by_prefix(store_id, transcript_id, 64)
+                       if allowed(access, info_from_row(m).scopes(), "read")]  # fmt: skip
+            if len(matches) > 1:
+                raise InvalidInput(
+                    f"transcript id prefix {transcript_id!r} is ambiguous; give more characters",
+                    transcript=transcript_id,
+                )
+            found = matches[0] if matches else None
+        if found is None or not allowed(access, info_from_row(found).scopes(), "read"):
+            raise _missing(transcript_id)
+        return found
+
+
+# --- rows and labels ------------------------------------------------------------------------
+
+
+def _apply_labels(t: Transcript, labels: Labels | None) -> None:
+    """Caller's labels over the source's; then check every value the store will keep."""
+    if labels is not None:
+        for kind in SCOPE_LABELS:
+            value = getattr(labels, kind)
+            if value is not None:
+                setattr(t, kind, value)
+        t.labels = tuple(dict.fromkeys([*t.labels, *labels.tags]))
+    for kind, value in t.scopes().items():
+        validate_label(kind, value)
+    if not _FORMAT.match(t.format):
+        raise InvalidInput(
+            f"invalid format name {t.format[:80]!r}: use 1-64 letters, digits, . _ -"
+        )
+    if not t.session_id or len(t.session_id) > MAX_SESSION_ID:
+        raise InvalidInput(f"session id must be 1-{MAX_SESSION_ID} characters")
+    if t.parent_session is not None and len(t.parent_session) > MAX_SESSION_ID:
+        t.parent_session = None
+    if any(len(tag) > 200 for tag in t.labels):
+        raise InvalidInput("labels must be at most 200 characters each")
+
+
+def _counts(events: list[Event]) -> tuple[int, int]:
+    calls = errors = 0
+    for event in events:
+        if event.kind == "tool_call":
+            calls += 1
+        elif event.kind == "tool_result" and event.is_error:
+            errors += 1
+    return calls, errors
+
+
+def _dumps(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def _new_row(
+    tid: str, store_id: int, t: Transcript, principal: Principal, now: dt.datetime
+) -> dict[str, Any]:
+    calls, errors = _counts(t.events)
+    return {
+        "id": tid, "store_id": store_id, "format": t.format, "session_id": t.session_id,
+        "parent_session": t.parent_session, "project": t.project, "user": t.user,
+        "agent": t.agent, "task": t.task, "labels": _dumps(list(t.labels)),
+        "outcome": t.outcome, "score": t.score, "started_at": t.started_at,
+        "ended_at": t.ended_at, "events": len(t.events), "tool_calls": calls,
+        "tool_errors": errors, "redactions": t.redactions, "meta": _dumps(t.meta),
+        "imported_at": now, "updated_at": now, "imported_by": principal.id,
+    }  # fmt: skip
+
+
+def _grown_row(existing: Any, t: Transcript, new: list[Event], now: dt.datetime) -> dict[str, Any]:
+    """What a grown transcript's row becomes: counts add up, times widen, labels stay."""
+    calls, errors = _counts(new)
+    info = info_from_row(existing)
+    times = [x for x in (info.started_at, t.started_at) if x is not None]
+    ends = [x for x in (info.ended_at, t.ended_at) if x is not None]
+    meta = {**t.meta, **json.loads(existing.meta)}
+    values: dict[str, Any] = {
+        "events": info.events + len(new),
+        "tool_calls": info.tool_calls + calls,
+        "tool_errors": info.tool_errors + errors,
+        "redactions": max(info.redactions, t.redactions),
+        "started_at": min(times) if times else None,
+        "ended_at": max(ends) if ends else None,
+        "labels": _dumps(list(dict.fromkeys([*info.labels, *t.labels]))),
+        "meta": _dumps(meta),
+        "updated_at": now,
+    }
+    if t.outcome != "unknown":
+        values["outcome"], values["score"] = t.outcome, t.score
+    if info.parent_session is None and t.parent_session is not None:
+        values["parent_session"] = t.parent_session
+    return values
+
+
+def _utc(value: dt.datetime | None) -> dt.datetime | None:
+    """Times are stored in UTC; compare in UTC (naive means UTC)."""
+    if value is None:
+        return None
+    return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+def _encode_cursor(started: dt.datetime | None, transcript_id: str) -> str:
+    return f"{started.isoformat() if started else ''}|{transcript_id}"
+
+
+def _decode_cursor(cursor: str | None) -> tuple[dt.datetime | None, str] | None:
+    if not cursor:
+        return None
+    started, sep, transcript_id = cursor.rpartition("|")
+    try:
+        when = dt.datetime.fromisoformat(started) if started else None
+    except ValueError:
+        when = None
+        sep = ""
+    if not sep or not transcript_id:
+        raise InvalidInput(f"invalid cursor {cursor[:80]!r}: pass back a next_cursor as given")
+    return when, transcript_id
