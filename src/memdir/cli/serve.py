@@ -7,7 +7,7 @@ stderr (only its hash is kept), as a notebook server does. Concurrent first star
 create two: registering the principal checks and inserts in one write transaction, so the
 second start is refused with a conflict, and only the start that registered it creates a token.
 
-uvicorn loads the app by its import string, ``memdir.api:app_from_env``, in each worker: the
+uvicorn loads the app by its import string, ``memdir.server:app_from_env``, in each worker: the
 settings travel to the workers as ``MEMDIR_*`` environment variables.
 """
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
     from memdir.settings import Settings
 
 ADMIN = "user:admin"
-APP_FACTORY = "memdir.api:app_from_env"
+APP_FACTORY = "memdir.server:app_from_env"
 
 
 def bootstrap_admin(svc: MemoryService) -> TokenInfo | None:
