@@ -9,6 +9,7 @@ import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
+
 from test_api_live import ServeProcess
 
 
