@@ -57,7 +57,7 @@ from memdir import OWNER, Provenance, Write
 from memdir.search.query import STOP_WORDS as MEMDIR_STOP_WORDS
 
 # The script's directory is on sys.path (first) only so that _common imports. Drop it now, so a
-# sibling script cannot shadow a module imported later: benchmarks/http.py shadowed the
+# sibling script cannot shadow a module imported later: benchmarks/http_bench.py shadowed the
 # standard `http` package that urllib imports lazily during memdir's write screening.
 _HERE = Path(__file__).resolve().parent
 sys.path[:] = [entry for entry in sys.path if Path(entry or ".").resolve() != _HERE]

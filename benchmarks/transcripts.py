@@ -251,7 +251,7 @@ def generate(work: Path, sessions: int, chunk: int, seed: int) -> tuple[list[Pat
 class Raw:
     """The baseline: ``json.loads`` per element, one row per message, a transaction each."""
 
-    label = "raw baseline (json + inserts)"
+    label = "raw baseline (json + sqlite3 inserts)"
 
     def __init__(self, db: Path) -> None:
         self.conn = sqlite3.connect(db, isolation_level=None)
@@ -341,7 +341,7 @@ def main() -> int:
     parser.add_argument("--db", help="memdir database URL (default: SQLite files in a temp dir)")
     parser.add_argument("--json", dest="json_out", help="Also write the figures here.")
     args = parser.parse_args()
-    # benchmarks/ must not shadow standard modules imported later (benchmarks/http.py: http).
+    # benchmarks/ must not shadow standard modules imported later (benchmarks/http_bench.py: http).
     here = Path(__file__).resolve().parent
     sys.path[:] = [p for p in sys.path if not p or Path(p).resolve() != here]
     work = Path(tempfile.mkdtemp(prefix="memdir-bench-transcripts-"))

@@ -236,3 +236,9 @@ def test_unknown_principal_and_bad_tokens(svc: MemoryService) -> None:
         svc.authenticate(expired.token or "")
     with pytest.raises(Forbidden):
         svc.add_principal(svc.resolve("agent:short"), "agent:sneaky")
+
+
+def test_a_directory_matches_its_own_glob(svc: MemoryService, world: dict[str, Principal]) -> None:
+    bot = world["agent:bot"]
+    assert svc.check_policy(OWNER, STORE, bot, "read", "/projects/acme").allowed
+    assert not svc.check_policy(OWNER, STORE, bot, "read", "/projects/other").allowed

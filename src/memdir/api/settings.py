@@ -11,7 +11,7 @@ They come from the environment, read once by :func:`memdir.api.create_app`:
     every request). Revocations made through another process take effect within this time.
 ``MEMDIR_BENCH_ROUTES``
     ``1`` adds the hidden route ``GET /v1/_bench/constant`` (no token, no database: the floor
-    that ``benchmarks/http.py`` measures the real routes against). Off by default.
+    that ``benchmarks/http_bench.py`` measures the real routes against). Off by default.
 """
 
 from __future__ import annotations

@@ -316,11 +316,18 @@ class CompiledPolicy:
         return found
 
     def _candidates(self, rules: _PrincipalRules, path: str) -> Iterable[_Compiled]:
+        """Rules filed under the root, each ancestor of ``path``, and ``path`` itself.
+
+        A rule is filed under its glob's literal directory prefix; ``/a/**`` (prefix ``/a``)
+        matches ``/a`` itself, so the path's own entry must be looked at too.
+        """
         yield from rules.by_prefix.get("/", ())
         end = path.find("/", 1)
         while end != -1:
             yield from rules.by_prefix.get(path[:end], ())
             end = path.find("/", end + 1)
+        if path != "/":
+            yield from rules.by_prefix.get(path, ())
 
     def check(self, principal: Principal, action: str, path: str) -> Decision:
         """May ``principal`` do ``action`` on ``path``? Deny wins; no allow means deny."""

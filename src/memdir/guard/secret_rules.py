@@ -235,7 +235,12 @@ def _has_any(text: str, literals: tuple[str, ...]) -> bool:
 
 _GITLAB: Final = ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-",
                   "glimt-", "glptt-", "glagent-", "gloas-")  # fmt: skip
-_KEYWORDS: Final = ("key", "pass", "pwd", "secret", "contrase")
+#: Cheap gate for the keyword plugin: substrings its denylist can match. Not a bare "pass",
+#: which would send every line mentioning passengers or passes through the slow path.
+_KEYWORDS: Final = (
+    "key", "password", "passwd", "_pass", "dbpass", "keypass", "databasepass", "pwd", "secret",
+    "contrase",
+)  # fmt: skip
 
 #: detect-secrets plugin class name -> how it is used. Dict order is the order they run.
 PLUGIN_RULES: Final[dict[str, PluginRule]] = {

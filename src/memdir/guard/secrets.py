@@ -37,7 +37,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Final, cast
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from memdir.guard.base import Document, Finding, mask_secret
 from memdir.guard.secret_rules import (
@@ -143,7 +143,8 @@ def _load_plugins() -> list[tuple[BasePlugin, PluginRule]]:
     """Construct the detect-secrets plugins in-process (imported lazily: ~150 ms)."""
     from detect_secrets.core.plugins.util import get_mapping_from_secret_type_to_class
 
-    by_name = {cls.__name__: cls for cls in get_mapping_from_secret_type_to_class().values()}
+    classes: list[type[Any]] = list(get_mapping_from_secret_type_to_class().values())
+    by_name = {plugin.__name__: plugin for plugin in classes}
     loaded = []
     for name, spec in PLUGIN_RULES.items():
         factory = cast("Callable[[], BasePlugin] | None", by_name.get(name))

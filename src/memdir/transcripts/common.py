@@ -29,9 +29,12 @@ _EXIT_CODE: Final = re.compile(r"^(?:Error: )?Exit code:? (-?\d{1,9})\b")
 _USAGE_NAMES: Final = {"prompt_tokens": "input_tokens", "completion_tokens": "output_tokens"}
 
 
+_ENCODER: Final = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+
+
 def dumps(value: Any) -> str:
     """Canonical JSON text: compact, UTF-8 (not ASCII-escaped), keys in source order."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return _ENCODER.encode(value)
 
 
 def as_str(value: Any) -> str | None:

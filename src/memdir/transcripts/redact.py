@@ -11,9 +11,12 @@
 Keys are only made storable. Redaction runs on the source record, before an importer reads it,
 so every field derived from it (message text, tool input and output, the raw record) is clean.
 
-Cost: the guard runs once per record over its strings joined by newlines (the detectors work
-line by line, so joining changes no result) and results are cached by string across the whole
-import — system prompts and repeated tool outputs are screened once.
+Cost: the guard runs once per record, over its distinct strings joined by newlines (each
+string keeps its own lines, which is what the line-based detectors look at; a finding that
+would cross from one string into the next redacts its part of each). Results for strings of
+256+ characters are cached across the import (bounded), so system prompts and repeated tool
+outputs are screened once. The guard's secret detectors are the dominant cost of an import:
+see benchmarks/transcripts.py.
 """
 
 from __future__ import annotations
@@ -27,8 +30,10 @@ __all__ = ["MARKER", "Redactor", "marker"]
 
 MARKER: Final = "[REDACTED:{rule}]"
 _UNSTORABLE: Final = re.compile("[\x00\ud800-\udfff]")
-#: Cached strings are dropped when their total length passes this many characters.
-_CACHE_CHARS: Final = 32_000_000
+#: Screening results are cached for strings this long or longer (prompts, tool outputs: what
+#: repeats across sessions); the cache is emptied when it holds this many characters.
+_CACHE_MIN: Final = 256
+_CACHE_CHARS: Final = 16_000_000
 
 Screen = Callable[[str], Sequence[Any]]
 
@@ -91,17 +96,26 @@ class Redactor:
     def _replacements(self, strings: list[str]) -> dict[str, str]:
         """Original -> cleaned, for the strings that change (screening the uncached ones)."""
         cache = self._cache
-        if self._cached_chars > _CACHE_CHARS:
-            cache.clear()
-            self._cached_chars = 0
-        pending = [text for text in dict.fromkeys(strings) if text not in cache]
+        known: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+        pending = []
+        for text in dict.fromkeys(strings):
+            hit = cache.get(text) if len(text) >= _CACHE_MIN else None
+            if hit is None:
+                pending.append(text)
+            else:
+                known[text] = hit
         if pending:
+            if self._cached_chars > _CACHE_CHARS:
+                cache.clear()
+                self._cached_chars = 0
             for text, result in zip(pending, self._screen_many(pending), strict=True):
-                cache[text] = result
-                self._cached_chars += len(text)
+                known[text] = result
+                if self._enabled and len(text) >= _CACHE_MIN:
+                    cache[text] = result
+                    self._cached_chars += len(text)
         out: dict[str, str] = {}
         for text in strings:
-            cleaned, rules = cache[text]
+            cleaned, rules = known[text]
             if rules:
                 self.total += len(rules)
                 for rule in rules:

@@ -35,6 +35,7 @@ from memdir.base import ServiceBase
 from memdir.core.errors import Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.core.model import Principal
 from memdir.core.paths import validate_path
+from memdir.transcripts.common import dumps
 from memdir.transcripts.generic import export_lines
 from memdir.transcripts.importing import read_source
 from memdir.transcripts.model import (
@@ -410,7 +411,7 @@ def _counts(events: list[Event]) -> tuple[int, int]:
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return dumps(value)
 
 
 def _new_row(

@@ -17,6 +17,7 @@ import sqlalchemy as sa
 
 from memdir.storage.repository import Repository
 from memdir.storage.schema import transcript_events, transcripts
+from memdir.transcripts.common import dumps
 from memdir.transcripts.model import Event, TranscriptInfo
 
 __all__ = [
@@ -77,7 +78,7 @@ class TranscriptRow(NamedTuple):
 
 
 def _dumps(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return dumps(value)
 
 
 def _aware(value: dt.datetime | None) -> dt.datetime | None:

@@ -22,9 +22,9 @@ the same workloads through a minimal asyncio HTTP/1.1 client so the table measur
 Targets, at 16 clients: reads >= 50% and CAS writes >= 25% of the floor's throughput. The
 exit status is 0 either way; the PASS/FAIL lines say.
 
-    .venv/bin/python benchmarks/http.py                    # ~1 min
-    .venv/bin/python benchmarks/http.py --client raw       # the server, not httpx
-    .venv/bin/python benchmarks/http.py --workers 2 --duration 5 --json http.json
+    .venv/bin/python benchmarks/http_bench.py                    # ~1 min
+    .venv/bin/python benchmarks/http_bench.py --client raw       # the server, not httpx
+    .venv/bin/python benchmarks/http_bench.py --workers 2 --duration 5 --json http.json
 """
 
 from __future__ import annotations
@@ -49,9 +49,6 @@ from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 _HERE = Path(__file__).resolve().parent
-# This file is named http.py: keep its folder off the import path while importing httpx, or it
-# would shadow the standard library's `http` package that httpx imports.
-sys.path[:] = [p for p in sys.path if Path(p or ".").resolve() != _HERE]
 import httpx  # noqa: E402
 
 sys.path.append(str(_HERE))
