@@ -33,6 +33,7 @@ __all__ = [
     "StoreBody",
     "StrReplaceBody",
     "TokenBody",
+    "TranscriptImportSummary",
 ]
 
 T = TypeVar("T")
@@ -252,3 +253,43 @@ class DiffView(BaseModel):
     a: int
     b: int | None
     diff: str = Field(description="A unified diff; empty when the versions are equal.")
+
+
+class TranscriptProblem(BaseModel):
+    """A record skipped, or a session not stored, and why (``line`` is 1-based)."""
+
+    file: str
+    line: int | None = None
+    reason: str
+
+
+class ImportedTranscriptModel(BaseModel):
+    """What the import did to one transcript: ``new``, ``grown`` or ``unchanged``."""
+
+    id: str
+    format: str
+    session_id: str
+    status: Literal["new", "grown", "unchanged"]
+    events_added: int
+
+
+class TranscriptImportSummary(BaseModel):
+    """The summary of a transcript import: sessions read, events added, secrets redacted,
+    records skipped (with file, line and reason) and sessions that could not be stored."""
+
+    files: int
+    bytes: int
+    sessions: int
+    new: int
+    grown: int
+    unchanged: int
+    events: int
+    tool_calls: int
+    tool_errors: int
+    redactions: int
+    redactions_by_rule: dict[str, int]
+    ignored_records: int
+    skipped_records: int
+    skipped: list[TranscriptProblem]
+    failed: list[TranscriptProblem]
+    transcripts: list[ImportedTranscriptModel]

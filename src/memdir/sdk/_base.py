@@ -46,6 +46,7 @@ from memdir.proposals import Proposal
 from memdir.sdk._local import LOCAL_URL, LocalApp, open_local
 from memdir.sdk._wire import Call, Plan, Sleep, backoff, from_json, single
 from memdir.settings import Settings
+from memdir.transcripts.model import ImportReport, TranscriptInfo, TranscriptView
 
 __all__ = ["DEFAULT_MAX_RETRIES", "DEFAULT_TIMEOUT", "PolicyText", "_BaseClient"]
 
@@ -608,6 +609,77 @@ class _BaseClient:
         return single(Call(request, _parser(Proposal), retry_safe=False))
 
     # --- stores, principals, tokens, policy ----------------------------------------------------
+
+    # --- transcripts ---------------------------------------------------------------------------
+
+    def _transcript_url(self, transcript: str, store: str | None, tail: str = "") -> str:
+        return self._store_url(store, f"/transcripts/{quote(transcript, safe='')}{tail}")
+
+    def _import_transcript(
+        self,
+        data: bytes,
+        format: str | None = None,
+        *,
+        name: str | None = None,
+        project: str | None = None,
+        agent: str | None = None,
+        user: str | None = None,
+        task: str | None = None,
+        labels: Sequence[str] = (),
+        store: str | None = None,
+    ) -> Plan[ImportReport]:
+        """Import (push) the sessions in a transcript file's bytes (``format`` skips detection,
+        ``name`` is the file's name); ``project``/``agent``/``user``/``task`` label new sessions
+        (scopes), ``labels`` are free. Re-importing is a no-op; a grown session adds its new
+        events."""
+        params = {"format": format, "name": name, "project": project, "agent": agent,
+                  "user": user, "task": task, "label": list(labels) or None}  # fmt: skip
+        headers = httpx.Headers({"Content-Type": "application/x-ndjson"})
+        request = self._request("POST", self._store_url(store, "/transcripts"), params=params,
+                                content=bytes(data), headers=headers)  # fmt: skip
+        return single(Call(request, _parser(ImportReport)))
+
+    def _transcripts(
+        self,
+        *,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        agent: str | None = None,
+        project: str | None = None,
+        user: str | None = None,
+        task: str | None = None,
+        outcome: str | None = None,
+        has_errors: bool | None = None,
+        format: str | None = None,
+        limit: int | None = 100,
+        store: str | None = None,
+    ) -> Plan[list[TranscriptInfo]]:
+        """The transcripts the caller may read, newest first; filters combine."""
+        params = {
+            "since": since.isoformat() if since else None,
+            "until": until.isoformat() if until else None,
+            "agent": agent, "project": project, "user": user, "task": task,
+            "outcome": outcome, "has_errors": "true" if has_errors else None, "format": format,
+        }  # fmt: skip
+        url = self._store_url(store, "/transcripts")
+        return self._pages(url, TranscriptInfo, params, limit)
+
+    def _transcript(self, transcript: str, *, store: str | None = None) -> Plan[TranscriptView]:
+        """One transcript (id or unique prefix): header, meta, events, parent, sub-agents."""
+        request = self._request("GET", self._transcript_url(transcript, store))
+        return single(Call(request, _parser(TranscriptView)))
+
+    def _export_transcript(self, transcript: str, *, store: str | None = None) -> Plan[str]:
+        """The transcript in the generic JSONL form (re-importable with ``import_transcript``)."""
+        request = self._request("GET", self._transcript_url(transcript, store, "/export"))
+        return single(Call(request, lambda response: response.text))
+
+    def _delete_transcript(
+        self, transcript: str, *, store: str | None = None
+    ) -> Plan[TranscriptInfo]:
+        """Purge a transcript and all its events for good (``admin`` on its scopes)."""
+        request = self._request("DELETE", self._transcript_url(transcript, store))
+        return single(Call(request, _parser(TranscriptInfo), retry_safe=False))
 
     def _stores(self) -> Plan[list[StoreInfo]]:
         """Every store, by name, with its revision and file count."""
