@@ -8,83 +8,27 @@ other within the token cache's second.
 
 from __future__ import annotations
 
-import os
-import re
-import subprocess
-import sys
 import threading
 import time
 from pathlib import Path
 
-import httpx
 import pytest
 
 import memdir
 from memdir import OWNER, Unauthenticated
+from test_api_live import ServeProcess
 
 pytestmark = [pytest.mark.postgres, pytest.mark.slow]
-
-TOKEN_LINE = re.compile(r"^\s+(mdr_\S+)\s*$")
-
-
-def _free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Serve:
-    def __init__(self, db: str, cwd: Path) -> None:
-        self.url = f"http://127.0.0.1:{_free_port()}"
-        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMDIR_")}
-        env["MEMDIR_RATE_LIMIT"] = "off"
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "memdir.cli", "--db", db, "serve", "--port",
-             self.url.rsplit(":", 1)[1]],
-            cwd=cwd, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE, text=True,
-        )  # fmt: skip
-        self.stderr: list[str] = []
-        threading.Thread(target=self._collect, daemon=True).start()
-
-    def _collect(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.stderr.append(line)
-
-    def wait(self, timeout: float = 60) -> None:
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            assert self.proc.poll() is None, "".join(self.stderr)
-            try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
-                    return
-            except httpx.TransportError:
-                pass
-            time.sleep(0.05)
-        raise AssertionError("memdir serve did not start:\n" + "".join(self.stderr))
-
-    def tokens(self) -> list[str]:
-        return [m[1] for line in self.stderr if (m := TOKEN_LINE.match(line))]
-
-    def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(10)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
 
 
 def test_two_servers_one_database(postgres_admin_url: str, tmp_path: Path) -> None:
     from postgres_cluster import create_database
 
     db = create_database(postgres_admin_url, "memdir_scale_out")
-    servers = [Serve(db, tmp_path), Serve(db, tmp_path)]  # started together
+    servers = [ServeProcess(db, tmp_path), ServeProcess(db, tmp_path)]  # started together
     try:
         for server in servers:
-            server.wait()
+            server.wait_healthy(timeout=60)
         printed = [t for s in servers for t in s.tokens()]
         assert len(printed) == 1, [s.stderr for s in servers]  # one first-start admin
         admin_token = printed[0]
