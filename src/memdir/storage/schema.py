@@ -27,6 +27,7 @@ __all__ = [
     "HEAD_REVISION",
     "blobs",
     "commits",
+    "dream_runs",
     "files",
     "heads",
     "metadata",
@@ -40,7 +41,7 @@ __all__ = [
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0004"
+HEAD_REVISION = "0005"
 
 metadata = sa.MetaData(
     naming_convention={
@@ -190,7 +191,9 @@ proposals = sa.Table(
     sa.Column("reviewed_at", Time, nullable=True),
     sa.Column("review_comment", sa.Text, nullable=True),
     sa.Column("commit_id", sa.String(32), nullable=True),
+    sa.Column("run_id", sa.String(32), nullable=True),  # the dream run it came from (0005)
     sa.Index(None, "store_id", "status"),
+    sa.Index(None, "run_id"),
 )
 
 # --- transcripts (migration 0004) -----------------------------------------------------------
@@ -257,4 +260,36 @@ transcript_events = sa.Table(
     sa.Column("message_id", sa.Text, nullable=True),
     sa.Column("raw", sa.Text, nullable=True),
     sa.UniqueConstraint("transcript_id", "key"),
+)
+
+# --- dream runs (migration 0005) ------------------------------------------------------------
+# One row per dream run: who ran it, the store revision it pinned, what it selected (filters
+# and the id window) and its configuration, the memory manifest it read (path -> sha256 at the
+# pinned revision, so a resumed run sees the same memory), progress, the engine checkpoint (JSON
+# text, rewritten as the run goes so an interrupted run resumes without repeating work), model
+# usage and cost, and the final report. Proposals name their run in ``proposals.run_id``.
+
+dream_runs = sa.Table(
+    "dream_runs",
+    metadata,
+    sa.Column("id", sa.String(32), primary_key=True),
+    sa.Column(
+        "store_id", sa.Integer, sa.ForeignKey("stores.id", ondelete="CASCADE"), nullable=False
+    ),
+    sa.Column("principal", sa.String(200), nullable=False),
+    sa.Column("status", sa.String(16), nullable=False),
+    sa.Column("revision", sa.Integer, nullable=False),
+    sa.Column("selection", sa.JSON, nullable=False),
+    sa.Column("config", sa.JSON, nullable=False),
+    sa.Column("memory", sa.JSON, nullable=False),
+    sa.Column("selected", sa.Integer, nullable=False),
+    sa.Column("processed", sa.Integer, nullable=False),
+    sa.Column("checkpoint", sa.Text, nullable=True),
+    sa.Column("usage", sa.JSON, nullable=True),
+    sa.Column("report", sa.JSON, nullable=True),
+    sa.Column("error", sa.Text, nullable=True),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("updated_at", Time, nullable=False),
+    sa.Column("finished_at", Time, nullable=True),
+    sa.Index(None, "store_id", "created_at"),
 )
