@@ -44,6 +44,7 @@ from memdir.rows import aware, utcnow
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
 from memdir.storage.schema import proposals
+from memdir.transcripts.service import allowed as transcript_allowed
 from memdir.writer import CommitWriter
 
 __all__ = ["ORIGINS", "STATUSES", "Proposal", "ProposalsMixin", "operation_paths"]
@@ -72,6 +73,7 @@ class Proposal:
     reviewed_at: dt.datetime | None
     review_comment: str | None
     commit: str | None
+    run: str | None = None
 
 
 def operation_paths(op: Operation) -> list[str]:
@@ -79,7 +81,31 @@ def operation_paths(op: Operation) -> list[str]:
     return [op.path, op.new_path] if isinstance(op, Rename) else [op.path]
 
 
-def _proposal(row: Row, store: str) -> Proposal:
+def _visible_evidence(evidence: Any, access: Access | None) -> Any:
+    """Evidence as ``access`` may see it: excerpts from transcripts it cannot read are withheld.
+
+    Items that name a transcript carry its ``scopes``; the viewer sees the excerpt only if it may
+    read that transcript (the transcripts' rule). Others keep the reference and ``hidden: true``
+    (that evidence exists, and how much), without the excerpt or the transcript id.
+    """
+    if access is None or not isinstance(evidence, list):
+        return evidence
+    out: list[Any] = []
+    for item in evidence:
+        if isinstance(item, dict) and "scopes" in item and "transcript_id" in item:
+            scopes = item.get("scopes") or {}
+            if not transcript_allowed(access, scopes, "read"):
+                item = {
+                    "hidden": True,
+                    "first_event": item.get("first_event"),
+                    "last_event": item.get("last_event"),
+                    "reason": "from a transcript you may not read",
+                }
+        out.append(item)
+    return out
+
+
+def _proposal(row: Row, store: str, access: Access | None = None) -> Proposal:
     return Proposal(
         id=row.id,
         store=store,
@@ -89,7 +115,7 @@ def _proposal(row: Row, store: str) -> Proposal:
         operations=tuple(row.operations),
         paths=tuple(row.paths),
         rationale=row.rationale,
-        evidence=row.evidence,
+        evidence=_visible_evidence(row.evidence, access),
         statistics=row.statistics,
         findings=row.findings,
         notes=tuple(row.notes or ()),
@@ -99,6 +125,7 @@ def _proposal(row: Row, store: str) -> Proposal:
         reviewed_at=aware(row.reviewed_at) if row.reviewed_at else None,
         review_comment=row.review_comment,
         commit=row.commit_id,
+        run=row.run_id,
     )
 
 
@@ -144,8 +171,14 @@ class ProposalsMixin(ServiceBase):
         statistics: Any = None,
         findings: Any = None,
         provenance: Provenance | None = None,
+        run_id: str | None = None,
     ) -> str:
-        """Record a proposal in the open transaction; returns its id."""
+        """Record a proposal in the open transaction; returns its id.
+
+        An open proposal by the same author over exactly the same paths is superseded by the
+        new one — except one from the same dream run (a run may propose two changes to one
+        file; a later run's proposal does supersede an earlier run's).
+        """
         if origin not in ORIGINS:
             raise InvalidInput(f"unknown proposal origin {origin!r}; use {', '.join(ORIGINS)}")
         stored: list[dict[str, Any]] = []
@@ -161,13 +194,15 @@ class ProposalsMixin(ServiceBase):
         now = utcnow()
         proposal_id = "p_" + uuid.uuid4().hex[:20]
         superseded = repo.conn.execute(
-            sa.select(proposals.c.id, proposals.c.paths).where(
+            sa.select(proposals.c.id, proposals.c.paths, proposals.c.run_id).where(
                 proposals.c.store_id == store_id,
                 proposals.c.author == author.id,
                 proposals.c.status == "open",
             )
         ).all()
         for old in superseded:
+            if run_id is not None and old.run_id == run_id:
+                continue
             if sorted(old.paths) == paths:
                 self._set_status(repo, old.id, "superseded", note=f"superseded by {proposal_id}")
         provenance = provenance or Provenance()
@@ -187,6 +222,7 @@ class ProposalsMixin(ServiceBase):
                 notes=[],
                 session=provenance.session,
                 source_kind=provenance.source_kind,
+                run_id=run_id,
                 created_at=now,
                 updated_at=now,
             )
@@ -255,7 +291,7 @@ class ProposalsMixin(ServiceBase):
             return self._proposal_view(repo, row, access, pid)
 
     def _proposal_view(self, repo: Repository, row: Row, access: Access, pid: str) -> Proposal:
-        return _proposal(self._proposal_row(repo, row.id, access, pid), row.name)
+        return _proposal(self._proposal_row(repo, row.id, access, pid), row.name, access)
 
     def list_proposals(
         self, principal: Principal, store: str, *, status: str | None = "open", limit: int = 100
@@ -272,7 +308,7 @@ class ProposalsMixin(ServiceBase):
             out: list[Proposal] = []
             for p in repo.conn.execute(query.order_by(proposals.c.created_at.desc())):
                 if p.author == principal.id or all(access.can_read(x) for x in p.paths):
-                    out.append(_proposal(p, row.name))
+                    out.append(_proposal(p, row.name, access))
                     if len(out) >= limit:
                         break
             return out
@@ -328,7 +364,7 @@ class ProposalsMixin(ServiceBase):
                 proposal=proposal_id,
                 status=prop.status,
             )  # fmt: skip
-        provenance = Provenance(reason=prop.rationale, source_kind=None)
+        provenance = _accept_provenance(prop)
         rebase_notes: list[dict[str, Any]] = []
 
         def apply(writer: CommitWriter) -> list[OpResult]:
@@ -480,6 +516,20 @@ class ProposalsMixin(ServiceBase):
                         f"cannot rebase as it is: {exc.message}; rebase with new content (--file)",
                         path=op.path,
                     ) from None
+
+
+def _accept_provenance(prop: Proposal) -> Provenance:
+    """The commit's provenance: a dream proposal's names its run and its evidence transcripts."""
+    if prop.run is None:
+        return Provenance(reason=prop.rationale, source_kind=None)
+    ids: list[str] = []
+    for item in prop.evidence if isinstance(prop.evidence, list) else ():
+        tid = item.get("transcript_id") if isinstance(item, dict) else None
+        if isinstance(tid, str) and tid not in ids:
+            ids.append(tid)
+    transcripts = ",".join(ids)[:4000] or None
+    reason = f"dream run {prop.run}: {prop.rationale or ''}".strip()[:4000]
+    return Provenance(session=prop.run, transcript=transcripts, reason=reason, source_kind="dream")
 
 
 def _pinned(op: Operation, sha: str | None) -> Operation:
