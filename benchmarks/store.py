@@ -50,6 +50,14 @@ from pathlib import Path
 from typing import Any, Protocol
 
 import sqlalchemy as sa
+from _bulk import (
+    MemdirLoader,
+    RawLoader,
+    check_store,
+    compare_loads,
+    materialise,
+    plan_history,
+)
 from _common import Stats, fmt, format_table, run_interleaved, write_json
 
 import memdir
@@ -860,6 +868,73 @@ def grow_history(
     return lat_m, lat_r
 
 
+def bulk_load(
+    mem: MemdirBackend,
+    raw: RawSQLite | RawPostgres,
+    paths: Sequence[str],
+    base: list[str],
+    corpus: Corpus,
+    sample: int,
+    args: argparse.Namespace,
+    notes: list[str],
+) -> dict[str, int]:
+    """Load files ``sample``..n-1 and the history with the bulk loaders, then check the store.
+
+    The same commits as the service path (``_bulk.plan_history``: creates, then round-robin
+    overwrites, ``BULK_BATCH`` per commit), written as rows (see ``benchmarks/_bulk.py``) on
+    both sides. Returns each overwritten path's last ``[[rev N]]``. Exits when the memdir store
+    read back through the service disagrees with the corpus.
+    """
+    n_files = len(paths)
+    began = last = time.perf_counter()
+    for i in range(len(base), n_files):
+        base.append(corpus.content(i))
+    first = MARKER.format(0)
+
+    def content(index: int, rev: int) -> str:
+        text = base[index]
+        return text if rev == 0 else text.replace(first, MARKER.format(rev), 1)
+
+    total = max(args.versions or n_files, n_files)
+    to_load = n_files - sample + total - n_files
+    _log(f"bulk-loading {n_files - sample:,} files and {total - n_files:,} more versions")
+    mem_loader = MemdirLoader(mem.svc, mem.store, mem.history, content)
+    raw_loader = RawLoader(raw.conn, pg=isinstance(raw, RawPostgres))
+    revs: dict[str, int] = {}
+    done = 0
+    for steps in plan_history(n_files, sample, total, BULK_BATCH):
+        changes = materialise(steps, paths, content)
+        provenance = mem.history if steps[0][1] else mem.provenance
+        mem_loader.add_commit(changes, provenance)
+        raw_loader.add_commit(changes)
+        for v in changes:
+            if v.rev:
+                revs[v.path] = v.rev
+        done += len(changes)
+        now = time.perf_counter()
+        if now - last >= 30:
+            last = now
+            _log(f"bulk-loaded {done:,}/{to_load:,} versions in {now - began:.0f}s")
+    mem.out.sha.update(mem_loader.finish())
+    raw.out.sha.update(raw_loader.finish(content))
+    loaded_s = time.perf_counter() - began
+    _log(f"bulk-loaded {done:,} versions in {loaded_s:.0f}s; checking the memdir store")
+    problems = check_store(
+        mem.svc, mem.store, paths, content, revs, revision=mem_loader.revision, seed=args.seed
+    )
+    if problems:
+        raise SystemExit("the bulk-loaded store is not what the service would hold:\n  "
+                         + "\n  ".join(problems[:20]))  # fmt: skip
+    notes.append(
+        f"create measured one file per commit on the first {sample:,} files; the other "
+        f"{n_files - sample:,} files and {total - n_files:,} history versions were bulk-loaded "
+        f"as rows ({'COPY' if isinstance(raw, RawPostgres) else 'executemany'}, the commits "
+        f"svc.commit of {BULK_BATCH} Write ops would make) in {loaded_s:.0f}s, not measured; "
+        "the store then read back through the service (contents, versions, history, search)"
+    )
+    return revs
+
+
 def run_size(
     n_files: int,
     args: argparse.Namespace,
@@ -903,58 +978,62 @@ def run_size(
     base: list[str] = []
     _log(f"{n_files} files: creating {sample} one by one")
     docs = [Doc(paths[i], corpus.content(i)) for i in range(sample)]
-    if grow:
+    if grow or args.load == "bulk":
         base.extend(d.content for d in docs)
     gc.collect()
     lat_m, lat_r = run_interleaved(mem.create, raw.create, docs, chunk=100)
     results.append(OpResult("create (if_absent)", Stats.of(lat_m), Stats.of(lat_r)))
     del docs
-    if sample < n_files:
-        _log(f"bulk-loading files {sample}..{n_files} ({BULK_BATCH} per commit)")
-        bulk_m: list[float] = []
-        bulk_r: list[float] = []
-        t_load = last_log = time.perf_counter()
-        for batch in _chunks(range(sample, n_files), BULK_BATCH):
-            docs = [Doc(paths[i], corpus.content(i)) for i in batch]
-            if grow:
-                base.extend(d.content for d in docs)
-            t0 = time.perf_counter()
-            mem.bulk_create(docs)
-            t1 = time.perf_counter()
-            raw.bulk_create(docs)
-            t2 = time.perf_counter()
-            bulk_m.append(t1 - t0)
-            bulk_r.append(t2 - t1)
-            if t2 - last_log >= 30 or batch[-1] == n_files - 1:
-                last_log = t2
-                done = batch[-1] + 1 - sample
-                _log(
-                    f"bulk-loaded {done:,}/{n_files - sample:,} files in {t2 - t_load:.0f}s; "
-                    f"memdir {done / sum(bulk_m):,.0f} files/s, raw {done / sum(bulk_r):,.0f} "
-                    "files/s"
+    if args.load == "bulk" and (sample < n_files or grow):
+        revs = bulk_load(mem, raw, paths, base, corpus, sample, args, notes)
+        timings["load_s"] = time.perf_counter() - started
+    else:
+        revs = {}
+        if sample < n_files:
+            _log(f"bulk-loading files {sample}..{n_files} ({BULK_BATCH} per commit)")
+            bulk_m: list[float] = []
+            bulk_r: list[float] = []
+            t_load = last_log = time.perf_counter()
+            for batch in _chunks(range(sample, n_files), BULK_BATCH):
+                docs = [Doc(paths[i], corpus.content(i)) for i in batch]
+                if grow:
+                    base.extend(d.content for d in docs)
+                t0 = time.perf_counter()
+                mem.bulk_create(docs)
+                t1 = time.perf_counter()
+                raw.bulk_create(docs)
+                t2 = time.perf_counter()
+                bulk_m.append(t1 - t0)
+                bulk_r.append(t2 - t1)
+                if t2 - last_log >= 30 or batch[-1] == n_files - 1:
+                    last_log = t2
+                    done = batch[-1] + 1 - sample
+                    _log(
+                        f"bulk-loaded {done:,}/{n_files - sample:,} files in {t2 - t_load:.0f}s; "
+                        f"memdir {done / sum(bulk_m):,.0f} files/s, raw {done / sum(bulk_r):,.0f} "
+                        "files/s"
+                    )
+            loaded = n_files - sample
+            sm, sr = Stats.of(bulk_m), Stats.of(bulk_r)
+            # ops/s in files per second; p50/p95 are per commit of BULK_BATCH files.
+            sm = Stats(sm.n, loaded / sum(bulk_m), sm.p50_ms, sm.p95_ms, sm.mean_ms, sm.max_ms)
+            sr = Stats(sr.n, loaded / sum(bulk_r), sr.p50_ms, sr.p95_ms, sr.mean_ms, sr.max_ms)
+            results.append(
+                OpResult(
+                    f"bulk create ({BULK_BATCH}/commit)", sm, sr, "ops/s = files/s; p = per commit"
                 )
-        loaded = n_files - sample
-        sm, sr = Stats.of(bulk_m), Stats.of(bulk_r)
-        # ops/s in files per second; p50/p95 are per commit of BULK_BATCH files.
-        sm = Stats(sm.n, loaded / sum(bulk_m), sm.p50_ms, sm.p95_ms, sm.mean_ms, sm.max_ms)
-        sr = Stats(sr.n, loaded / sum(bulk_r), sr.p50_ms, sr.p95_ms, sr.mean_ms, sr.max_ms)
-        results.append(
-            OpResult(
-                f"bulk create ({BULK_BATCH}/commit)", sm, sr, "ops/s = files/s; p = per commit"
             )
-        )
-        notes.append(
-            f"create measured one file per commit on the first {sample} files; the other "
-            f"{loaded} were bulk-loaded through svc.commit with {BULK_BATCH} Write ops per "
-            "commit (raw: one transaction per batch)"
-        )
-    timings["load_s"] = time.perf_counter() - started
+            notes.append(
+                f"create measured one file per commit on the first {sample} files; the other "
+                f"{loaded} were bulk-loaded through svc.commit with {BULK_BATCH} Write ops per "
+                "commit (raw: one transaction per batch)"
+            )
+        timings["load_s"] = time.perf_counter() - started
 
     # history: bulk CAS overwrites until each side holds --versions versions.
-    revs: dict[str, int] = {}
     if args.versions is not None and not grow:
         _log(f"--versions {args.versions:,} <= {n_files:,} files: no history to grow")
-    if grow:
+    if grow and args.load == "service":
         t_hist = time.perf_counter()
         hist_m, hist_r = grow_history(mem, raw, paths, base, revs, args.versions - n_files)
         grown = args.versions - n_files
@@ -1267,6 +1346,30 @@ def report(data: dict[str, Any]) -> tuple[str, bool]:
     return "\n".join(lines), all_pass
 
 
+def check_loader(url: str | None, corpus: Corpus) -> int:
+    """``--check-loader``: the bulk loader leaves exactly the rows the service would."""
+    with tempfile.TemporaryDirectory(prefix="memdir-loadcheck-") as tmp:
+        svc = memdir.open(url or f"sqlite:///{tmp}/memdir.db", create=True)
+        n_files = 300
+        paths = [file_path(i, n_files) for i in range(n_files)]
+        base = [corpus.content(i) for i in range(n_files)]
+        first = MARKER.format(0)
+
+        def content(index: int, rev: int) -> str:
+            return base[index] if rev == 0 else base[index].replace(first, MARKER.format(rev), 1)
+
+        provenance = Provenance(source_kind="import", reason="benchmark bulk load")
+        problems = compare_loads(
+            svc, paths, content, sample=20, total_versions=1200, batch=100, provenance=provenance
+        )
+        svc.db.close()
+    backend = sa.make_url(url or "sqlite://").get_backend_name()
+    for line in problems:
+        print(f"DIFFERENT {line}")
+    print(f"{'FAIL' if problems else 'PASS'}: bulk loader vs svc.commit on {backend}")
+    return 1 if problems else 0
+
+
 def source_state() -> str:
     """The memdir commit measured (with ``+dirty`` when the work tree has local changes)."""
     try:
@@ -1327,6 +1430,14 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="grow the history (bulk CAS overwrites) until each store holds N versions in "
         "total before measuring (default: none, one version per file)",
     )
+    parser.add_argument(
+        "--load",
+        choices=("bulk", "service"),
+        default="bulk",
+        help="how files beyond --create-sample and the history are loaded: 'bulk' writes the "
+        "rows the service would (fast; checked afterwards), 'service' goes through svc.commit "
+        "(500 ops per commit; hours at 1M versions)",
+    )
     parser.add_argument("--ops", type=int, default=2000, help="reads / CAS / str_replace calls")
     parser.add_argument("--queries", type=int, default=300, help="search calls (1/3 per band)")
     parser.add_argument("--grep-calls", type=int, default=5, help="whole-store grep calls")
@@ -1345,9 +1456,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         metavar="FILE",
         help="run nothing: print the tables of earlier --json outputs, and the runs side by side",
     )
+    parser.add_argument(
+        "--check-loader",
+        action="store_true",
+        help="run nothing else: load one small history (300 files, 1,200 versions) through "
+        "svc.commit and through the bulk loader into two stores of the --db database (default: "
+        "a temporary SQLite file) and compare every row they hold",
+    )
     args = parser.parse_args(argv)
     if args.from_json:
         return print_saved(args.from_json)
+    if args.check_loader:
+        return check_loader(args.db, Corpus(args.seed))
 
     source = source_state()  # before memdir's modules run: the work tree may change meanwhile
     corpus = Corpus(args.seed)
