@@ -88,6 +88,8 @@ SPAN_DAYS: Final = 42
 RECENT_DAYS: Final = 28
 _OPENAI_SHARE: Final = 0.4
 _PER_RESULT_FILE: Final = 100
+_MIN_EVENTS: Final = 10
+_MAX_EVENTS: Final = 80
 #: Calls a loop waits for: exploration looks at the first 8 calls, loops come after them.
 _LATE_AFTER: Final = 8
 
@@ -355,7 +357,7 @@ def _headers(seed: int, sessions: int) -> list[_Header]:
     for index, offset in enumerate(starts):
         start = FLEET_END - dt.timedelta(seconds=span - offset)
         start = start.replace(microsecond=0)
-        length = rng.randint(10, 80)
+        length = rng.randint(_MIN_EVENTS, _MAX_EVENTS - 6)  # a last block may overshoot by 6
         if rng.random() < _OPENAI_SHARE:
             bot = rng.choice(BOTS)
             out.append(_Header(index, OPENAI, bot, rng.choice(USERS), homes[bot], start, length))
@@ -413,8 +415,9 @@ def _compose(header: _Header, specs: list[Spec], rng: random.Random) -> list[Act
         acts.extend(noise.lookup() for _ in range(rng.randint(1, 3)))
     body = [spec.build(noise) for spec in specs if spec.place == "body" and spec.build]
     late = [spec.build(noise) for spec in specs if spec.place == "late" and spec.build]
-    # aim at the header's length, counting the planted blocks and a closing turn or two
-    size = event_count(acts, fmt) + sum(act_events(b, fmt) for b in body + late) + 3
+    # aim at the header's length, counting the planted blocks and the closing assistant turn
+    size = event_count(acts, fmt) + sum(act_events(b, fmt) for b in body + late)
+    size += act_events([say("assistant", "")], fmt)
     blocks: list[list[Act]] = []
     work = noise.claude_work if claude else noise.openai_work
     calls = sum(a.kind == "call" for a in acts)
