@@ -163,6 +163,9 @@ class Pattern:
     variants: dict[str, int] = field(default_factory=dict)
     coverage: Coverage = "new"
     memory_paths: list[str] = field(default_factory=list)
+    #: Other patterns that explained this one's signals, by the number of sessions they did
+    #: (a tool error a recovery fixed in the same call); decide leaves out what they explain.
+    links: dict[str, int] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -217,6 +220,9 @@ class MemoryFile:
     content: str
     sha256: str
     frontmatter: dict[str, Any] = field(default_factory=dict)
+    #: When the file last changed (None when unknown): sessions failing after it show a note
+    #: that exists but is not followed ("covered-failing").
+    updated_at: dt.datetime | None = None
 
 
 @dataclass

@@ -1,0 +1,210 @@
+"""Decide: which patterns to keep, and how each relates to what memory already says.
+
+In order, a pattern is left out (with the reason a reviewer reads in the report) when:
+
+1. **below threshold** — fewer than ``min_sessions`` sessions (``below threshold: 3 sessions <
+   5``) or a prevalence under ``prevalence_for(miner)`` (``below threshold: prevalence 1.5% <
+   2.0%``). Store-level patterns (consolidation) are facts about the store, not about sessions,
+   and skip this step;
+2. **explained** — most of its sessions (at least :data:`EXPLAINED_SHARE`) are explained by a
+   kept pattern of a more specific miner (:data:`EXPLAINED_BY`): a tool error that a kept
+   recovery pattern fixed in the same call, or that a stale memory pattern names, is reported
+   once, as the more useful pattern (``explained by recovery:...: 9 of 10 sessions``);
+3. **covered** — memory already states it (``already covered by /projects/x/notes.md``).
+
+Coverage against the memory snapshot (:func:`coverage`):
+
+- ``covered``: a memory file states the fix or fact — its frontmatter ``dream_pattern`` names
+  the pattern (a note a dream wrote), or its text holds the pattern's needles: a tool error's
+  command and error phrase; a recovery's working command (or its command and every token the
+  fix added); every key term of a correction (as words); a lookup's target; a loop's command
+  with a word about retrying;
+- ``covered-failing``: as covered, but sessions failed *after* that file last changed (its
+  ``updated_at``, when known): memory says it and agents still miss it — the draft
+  strengthens the note (``core: true``) instead of writing a new one;
+- ``contradicted``: a memory file states the failing thing (a recovery's failed command, in
+  a file that does not state the fix; every stale memory pattern) — the draft edits it;
+- ``new``: none of these.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Final
+
+from memdir.dream.miners.consolidation import frontmatter_of
+from memdir.dream.miners.signature import PLACEHOLDERS, literal_phrase
+from memdir.dream.model import Coverage, MemoryFile, Pattern, Thresholds
+
+__all__ = [
+    "EXPLAINED_BY",
+    "EXPLAINED_SHARE",
+    "STORE_MINERS",
+    "MemoryIndex",
+    "coverage",
+    "decide",
+    "threshold_reason",
+]
+
+#: Miner -> the miners whose kept patterns may explain its patterns, most specific first.
+EXPLAINED_BY: Final = {
+    "tool_errors": ("stale_memory", "recovery", "loops"),
+    "recovery": ("stale_memory",),
+}
+EXPLAINED_SHARE: Final = 0.5
+#: Miners whose patterns describe the store, not sessions (no session thresholds).
+STORE_MINERS: Final = frozenset({"consolidation"})
+_WORD: Final = re.compile(r"[a-z0-9][a-z0-9._+#/-]*")
+_RETRY: Final = ("loop", "retry", "retries", "repeat", "again", "hang", "stuck")
+
+
+@dataclass(frozen=True)
+class _Indexed:
+    file: MemoryFile
+    lower: str
+    words: frozenset[str]
+    marker: str | None
+
+
+class MemoryIndex:
+    """The memory snapshot prepared for coverage checks (lowercased text, word sets)."""
+
+    def __init__(self, memory: Sequence[MemoryFile]) -> None:
+        self.files: list[_Indexed] = []
+        for file in sorted(memory, key=lambda f: f.path):
+            lower = file.content.lower()
+            words = frozenset(w.rstrip("._-/") for w in _WORD.findall(lower.replace("'", "")))
+            marker = frontmatter_of(file).get("dream_pattern")
+            self.files.append(_Indexed(file, lower, words, str(marker) if marker else None))
+        self.by_path = {f.file.path: f.file for f in self.files}
+
+
+def _literal(text: str) -> str:
+    """A searchable form of a normalised input: itself, or its longest placeholder-free run."""
+    if not any(p in text for p in PLACEHOLDERS):
+        return text.strip()
+    return literal_phrase(text)
+
+
+def _added_tokens(change: str) -> list[str]:
+    tokens: list[str] = []
+    for part in change.split("; "):
+        if part.startswith("add "):
+            tokens += part[4:].split()
+        elif part.startswith(("replace ", "correct path ")):
+            marker = " with " if part.startswith("replace ") else " to "
+            tokens += part.rsplit(marker, 1)[-1].split()
+    return [t for t in tokens if t not in PLACEHOLDERS]
+
+
+def _states(pattern: Pattern, entry: _Indexed) -> bool:
+    """Whether one memory file states the pattern's fix or fact (see the module docstring)."""
+    subject, text = pattern.subject, entry.lower
+    if pattern.miner == "tool_errors":
+        phrase = literal_phrase(str(subject.get("signature", ""))).lower()
+        command = str(subject.get("command", "")).lower()
+        return len(phrase.split()) >= 2 and phrase in text and command in text
+    if pattern.miner == "recovery":
+        fixed = _literal(str(subject.get("fixed", ""))).lower()
+        if fixed and fixed in text:
+            return True
+        added = [t.lower() for t in _added_tokens(str(subject.get("change", "")))]
+        head = fixed.split()[0] if fixed.split() else ""
+        return bool(added) and head in text and all(t in text for t in added)
+    if pattern.miner == "corrections":
+        terms = [str(t) for t in subject.get("terms", ())]
+        return bool(terms) and all(t in entry.words for t in terms)
+    if pattern.miner == "exploration":
+        target = str(subject.get("input", "")).split(" ", 1)[-1].lower()
+        return bool(target) and all(part in text for part in target.split())
+    if pattern.miner == "loops":
+        command = _literal(str(subject.get("input", ""))).lower()
+        return bool(command) and command in text and any(w in text for w in _RETRY)
+    return False
+
+
+def _contradicts(pattern: Pattern, entry: _Indexed) -> bool:
+    if pattern.miner == "stale_memory":
+        return entry.file.path == pattern.subject.get("path")
+    if pattern.miner == "recovery":
+        failed = _literal(str(pattern.subject.get("failed", ""))).lower()
+        return len(failed) >= 4 and failed in entry.lower
+    return False
+
+
+def coverage(pattern: Pattern, index: MemoryIndex) -> tuple[Coverage, list[str]]:
+    """How memory relates to ``pattern``, and the files that say so (sorted by path)."""
+    if pattern.miner in STORE_MINERS:
+        return "new", []
+    stating = [e for e in index.files if e.marker == pattern.id or _states(pattern, e)]
+    if stating:
+        failing = [
+            e.file.path
+            for e in stating
+            if e.file.updated_at is not None
+            and pattern.last_seen is not None
+            and pattern.last_seen > e.file.updated_at
+        ]
+        if failing:
+            return "covered-failing", failing
+        return "covered", [e.file.path for e in stating]
+    contradicting = [e.file.path for e in index.files if _contradicts(pattern, e)]
+    if contradicting:
+        return "contradicted", contradicting
+    return "new", []
+
+
+def threshold_reason(pattern: Pattern, thresholds: Thresholds) -> str | None:
+    """Why ``pattern`` is below the thresholds, or None when it reaches them."""
+    if pattern.miner in STORE_MINERS:
+        return None
+    if pattern.sessions < thresholds.min_sessions:
+        return f"below threshold: {pattern.sessions} sessions < {thresholds.min_sessions}"
+    needed = thresholds.prevalence_for(pattern.miner)
+    if pattern.prevalence < needed:
+        return f"below threshold: prevalence {pattern.prevalence:.1%} < {needed:.1%}"
+    return None
+
+
+def decide(
+    patterns: Sequence[Pattern], thresholds: Thresholds, memory: Sequence[MemoryFile]
+) -> tuple[list[Pattern], list[tuple[Pattern, str]]]:
+    """Split ``patterns`` into kept ones (with coverage set) and left-out ones with reasons.
+
+    Order is kept: both lists follow ``patterns`` (most prevalent first).
+    """
+    reasons: dict[str, str] = {}
+    for pattern in patterns:
+        reason = threshold_reason(pattern, thresholds)
+        if reason is not None:
+            reasons[pattern.id] = reason
+    passing = {p.id: p for p in patterns if p.id not in reasons}
+    for pattern in patterns:
+        if pattern.id in reasons or pattern.miner not in EXPLAINED_BY:
+            continue
+        order = EXPLAINED_BY[pattern.miner]
+        candidates = [
+            (order.index(passing[t].miner), -count, t)
+            for t, count in pattern.links.items()
+            if t in passing
+            and passing[t].miner in order
+            and count >= EXPLAINED_SHARE * pattern.sessions
+        ]
+        if candidates:
+            _, count, target = min(candidates)
+            reasons[pattern.id] = f"explained by {target}: {-count} of {pattern.sessions} sessions"
+    index = MemoryIndex(memory)
+    kept: list[Pattern] = []
+    left_out: list[tuple[Pattern, str]] = []
+    for pattern in patterns:
+        if pattern.id in reasons:
+            left_out.append((pattern, reasons[pattern.id]))
+            continue
+        pattern.coverage, pattern.memory_paths = coverage(pattern, index)
+        if pattern.coverage == "covered":
+            left_out.append((pattern, f"already covered by {', '.join(pattern.memory_paths)}"))
+        else:
+            kept.append(pattern)
+    return kept, left_out

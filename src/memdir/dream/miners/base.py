@@ -1,0 +1,257 @@
+"""The miner interface, the registry the built-in miners use like any other, and shared helpers.
+
+A **session miner** is any object with ``name`` and ``mine(session) -> Iterable[Signal]``: it
+reads one :class:`~memdir.dream.model.Session` and returns what it saw there, never keeping the
+session. A **memory miner** has ``mine_memory(memory, now) -> Iterable[Signal]`` instead and
+looks at the store itself (consolidation). Optional methods, used when present:
+
+- ``state() -> dict`` / ``load_state(dict)``: the miner's cross-session memory (Drain
+  templates, correction clusters) as JSON values, so a checkpointed run resumes exactly;
+- ``renames() -> list[tuple[str, str]]``: keys that changed since the last call (a template
+  that generalised): the reducer moves what it counted under the old key to the new one.
+
+Signals of one miner in one session with one ``key`` count that session once. A miner is made
+per run by its factory from a :class:`MinerContext` (the failure rules, the memory snapshot,
+the run's time); it must be deterministic: same sessions in, same signals out.
+
+Third parties add a miner with :func:`register` (``register("todo", TodoMiner)``); the
+built-ins are registered the same way, in :data:`BUILTIN_MINERS` order, on first use.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Final, Protocol, runtime_checkable
+
+from memdir.core.errors import InvalidInput
+from memdir.dream.miners.failures import FailureRules, command_text, command_words
+from memdir.dream.miners.signature import normalise_command
+from memdir.dream.model import (
+    MAX_EXCERPT_CHARS,
+    Excerpt,
+    MemoryFile,
+    Session,
+    Signal,
+    Thresholds,
+)
+from memdir.transcripts.model import Event
+
+__all__ = [
+    "BUILTIN_MINERS",
+    "Call",
+    "MemoryMiner",
+    "Miner",
+    "MinerContext",
+    "MinerFactory",
+    "calls_of",
+    "create",
+    "cut",
+    "excerpt",
+    "miners",
+    "register",
+    "unregister",
+]
+
+
+@dataclass(frozen=True)
+class MinerContext:
+    """What a run gives its miners: the rules, the memory snapshot, its time and settings."""
+
+    rules: FailureRules
+    memory: tuple[MemoryFile, ...] = ()
+    now: dt.datetime = dt.datetime(1970, 1, 1, tzinfo=dt.UTC)
+    recent_days: int = 30
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    #: Exploration looks at this many first tool calls of a session.
+    lookup_calls: int = 8
+
+
+@runtime_checkable
+class Miner(Protocol):
+    """A session miner (see the module docstring)."""
+
+    @property
+    def name(self) -> str: ...
+
+    def mine(self, session: Session) -> Iterable[Signal]: ...
+
+
+@runtime_checkable
+class MemoryMiner(Protocol):
+    """A store-level miner: signals from the memory snapshot itself."""
+
+    @property
+    def name(self) -> str: ...
+
+    def mine_memory(self, memory: Sequence[MemoryFile], now: dt.datetime) -> Iterable[Signal]: ...
+
+
+MinerFactory = Callable[[MinerContext], Miner | MemoryMiner]
+
+_lock = threading.Lock()
+_registry: dict[str, MinerFactory] = {}
+
+BUILTIN_MINERS: Final = (
+    "memdir.dream.miners.tool_errors:ToolErrorsMiner",
+    "memdir.dream.miners.recovery:RecoveryMiner",
+    "memdir.dream.miners.corrections:CorrectionsMiner",
+    "memdir.dream.miners.exploration:ExplorationMiner",
+    "memdir.dream.miners.loops:LoopsMiner",
+    "memdir.dream.miners.stale_memory:StaleMemoryMiner",
+    "memdir.dream.miners.consolidation:ConsolidationMiner",
+)
+_loaded = False
+
+
+def register(name: str, factory: MinerFactory, *, replace: bool = False) -> None:
+    """Add a miner under ``name``; a second one with the same name needs ``replace=True``."""
+    _load_builtins()
+    with _lock:
+        if name in _registry and not replace:
+            raise InvalidInput(
+                f"a miner named {name!r} is already registered; pass replace=True to replace it",
+                miner=name,
+            )
+        _registry[name] = factory
+
+
+def unregister(name: str) -> None:
+    _load_builtins()
+    with _lock:
+        _registry.pop(name, None)
+
+
+def miners() -> list[str]:
+    """The names of every registered miner, built-ins first."""
+    _load_builtins()
+    with _lock:
+        return list(_registry)
+
+
+def create(context: MinerContext, names: Sequence[str] | None = None) -> list[Miner | MemoryMiner]:
+    """One fresh miner per name (all registered ones when ``names`` is None), in that order."""
+    _load_builtins()
+    with _lock:
+        known = dict(_registry)
+    chosen = list(known) if names is None else list(names)
+    unknown = [n for n in chosen if n not in known]
+    if unknown:
+        raise InvalidInput(
+            f"unknown miner {unknown[0]!r}; use one of {', '.join(sorted(known))}",
+            miner=unknown[0],
+        )
+    return [known[n](context) for n in chosen]
+
+
+def _load_builtins() -> None:
+    global _loaded
+    if _loaded:
+        return
+    import importlib
+
+    with _lock:
+        if _loaded:
+            return
+        builtins: dict[str, MinerFactory] = {}
+        for spec in BUILTIN_MINERS:
+            module, cls = spec.split(":")
+            factory = getattr(importlib.import_module(module), cls)
+            builtins[factory.name] = factory
+        merged = {**builtins, **_registry}
+        _registry.clear()
+        _registry.update(merged)
+        _loaded = True
+
+
+# --- helpers the built-in miners share ------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call with its result, judged by the failure rules.
+
+    ``index``/``result_index`` are event positions; ``text`` is the call as one line (a shell
+    command, or the input's canonical JSON); ``norm`` the same with ids, times and numbers
+    masked; ``words`` the command words of a shell call (``npm ci``), else the tool name.
+    """
+
+    index: int
+    name: str
+    input: Any
+    result_index: int | None
+    result: Event | None
+    failed: bool
+    shell: bool
+    text: str
+    norm: str
+    words: str
+
+
+def _call_text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    try:
+        return json.dumps(value, ensure_ascii=False, sort_keys=True, separators=(",", ":"))
+    except (TypeError, ValueError):
+        return str(value)
+
+
+_cache: tuple[Session | None, FailureRules | None, list[Call]] = (None, None, [])
+_cache_lock = threading.Lock()
+
+
+def calls_of(session: Session, rules: FailureRules) -> list[Call]:
+    """The session's tool calls in order, each with its result (computed once per session)."""
+    global _cache
+    with _cache_lock:
+        cached_session, cached_rules, cached = _cache
+        if cached_session is session and cached_rules is rules:
+            return cached
+    results: dict[str, tuple[int, Event]] = {}
+    events = session.events
+    for position, event in enumerate(events):
+        if event.kind == "tool_result" and event.call_id is not None:
+            results[event.call_id] = (position, event)
+    out: list[Call] = []
+    for position, event in enumerate(events):
+        if event.kind != "tool_call":
+            continue
+        name = event.name or "?"
+        found = results.get(event.call_id) if event.call_id is not None else None
+        if found is not None and found[0] < position:
+            found = None
+        shell = rules.is_shell(name, event.input)
+        command = command_text(event.input) if shell else None
+        text = command if command is not None else _call_text(event.input)
+        result = found[1] if found else None
+        out.append(
+            Call(
+                index=position,
+                name=name,
+                input=event.input,
+                result_index=found[0] if found else None,
+                result=result,
+                failed=rules.is_failure(event, result),
+                shell=command is not None,
+                text=text,
+                norm=normalise_command(text),
+                words=command_words(command) if command is not None else name,
+            )
+        )
+    with _cache_lock:
+        _cache = (session, rules, out)
+    return out
+
+
+def cut(text: str, limit: int = MAX_EXCERPT_CHARS) -> str:
+    """``text`` at most ``limit`` characters, cut with an ellipsis."""
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+def excerpt(session: Session, first: int, last: int, text: str) -> Excerpt:
+    """Evidence from ``session``: events ``first..last`` and the text that shows the pattern."""
+    return Excerpt(session.id, first, last, cut(text), dict(session.info.scopes()))

@@ -1,0 +1,292 @@
+"""Reduce: signals from many sessions become patterns with prevalence, in bounded memory.
+
+Per ``(miner, key)`` the reducer keeps counters and bounded samples only — never sessions or
+events — so its size grows with the number of distinct patterns, not with the fleet:
+
+- ``sessions`` (a session counts once per pattern however many signals it gave), summed
+  ``occurrences``, sessions per agent / project / user label (``""`` for unlabelled);
+- ``first_seen`` / ``last_seen``: the earliest and latest session ``started_at``;
+- ``examples``: the best :data:`~memdir.dream.model.Thresholds.max_examples` excerpts, from
+  distinct transcripts, ranked by :func:`example_rank` — a total order on the excerpt itself
+  (shortest clear text first, then transcript id), so the choice does not depend on arrival
+  order;
+- ``variants``: a counter of the signals' variants, pruned to the top :data:`MAX_VARIANTS`
+  whenever it reaches four times that (ties broken by text), each with the title and subject
+  of its first signal: a pattern's subject is its top variant's, else its latest signal's;
+- ``links``: for each session, the other patterns whose signals explain this one's in that
+  session (a tool error that a recovery fixed), counted and pruned the same way; decide uses
+  them to leave out what a stronger pattern already explains.
+
+``rename`` moves everything counted under one key to another (a Drain template that
+generalised). ``state()`` is plain JSON and :meth:`Reducer.from_state` restores it exactly, so
+an interrupted run resumes with the same result.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Final
+
+from memdir.dream.model import Excerpt, Pattern, Signal
+from memdir.transcripts.model import TranscriptInfo
+
+__all__ = ["MAX_VARIANTS", "Reducer", "example_rank"]
+
+MAX_VARIANTS: Final = 20
+
+
+def example_rank(excerpt: Excerpt) -> tuple[bool, int, str, int]:
+    """Order of preference among excerpts: clear (>= 40 characters), short, then by id."""
+    size = len(excerpt.text)
+    return (size < 40, size, excerpt.transcript_id, excerpt.first_event)
+
+
+def _count(counter: dict[str, int], label: str | None) -> None:
+    key = label or ""
+    counter[key] = counter.get(key, 0) + 1
+
+
+def _prune(counter: dict[str, int], limit: int) -> None:
+    if len(counter) >= 4 * limit:
+        keep = sorted(counter.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]
+        counter.clear()
+        counter.update(keep)
+
+
+def _time(value: str | None) -> dt.datetime | None:
+    return None if value is None else dt.datetime.fromisoformat(value)
+
+
+@dataclass
+class _Acc:
+    """What the reducer holds for one pattern (see the module docstring)."""
+
+    miner: str
+    key: str
+    title: str
+    subject: dict[str, Any]
+    sessions: int = 0
+    occurrences: int = 0
+    agents: dict[str, int] = field(default_factory=dict)
+    projects: dict[str, int] = field(default_factory=dict)
+    users: dict[str, int] = field(default_factory=dict)
+    first_seen: dt.datetime | None = None
+    last_seen: dt.datetime | None = None
+    examples: list[Excerpt] = field(default_factory=list)
+    variants: dict[str, int] = field(default_factory=dict)
+    variant_meta: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    links: dict[str, int] = field(default_factory=dict)
+
+    def seen(self, when: dt.datetime | None) -> None:
+        if when is None:
+            return
+        if self.first_seen is None or when < self.first_seen:
+            self.first_seen = when
+        if self.last_seen is None or when > self.last_seen:
+            self.last_seen = when
+
+    def offer(self, excerpt: Excerpt, limit: int) -> None:
+        """Keep ``excerpt`` if it is among the best ``limit``, one per transcript."""
+        for position, current in enumerate(self.examples):
+            if current.transcript_id == excerpt.transcript_id:
+                if example_rank(excerpt) < example_rank(current):
+                    self.examples[position] = excerpt
+                    self.examples.sort(key=example_rank)
+                return
+        self.examples.append(excerpt)
+        self.examples.sort(key=example_rank)
+        del self.examples[limit:]
+
+    def count_variant(self, signal: Signal) -> None:
+        if signal.variant is None:
+            return
+        self.variants[signal.variant] = self.variants.get(signal.variant, 0) + 1
+        self.variant_meta.setdefault(signal.variant, (signal.title, dict(signal.subject)))
+        if len(self.variants) >= 4 * MAX_VARIANTS:
+            _prune(self.variants, MAX_VARIANTS)
+            self.variant_meta = {k: v for k, v in self.variant_meta.items() if k in self.variants}
+
+    def absorb(self, other: _Acc, limit: int) -> None:
+        """Add ``other``'s counts (a renamed key); this one's title and subject stay."""
+        self.sessions += other.sessions
+        self.occurrences += other.occurrences
+        for mine, theirs in (
+            (self.agents, other.agents),
+            (self.projects, other.projects),
+            (self.users, other.users),
+            (self.variants, other.variants),
+            (self.links, other.links),
+        ):
+            for label, count in theirs.items():
+                mine[label] = mine.get(label, 0) + count
+        for variant, meta in other.variant_meta.items():
+            self.variant_meta.setdefault(variant, meta)
+        self.seen(other.first_seen)
+        self.seen(other.last_seen)
+        for excerpt in other.examples:
+            self.offer(excerpt, limit)
+
+    def pattern(self, selected: int) -> Pattern:
+        title, subject = self.title, self.subject
+        if self.variants:
+            top = min(self.variants.items(), key=lambda kv: (-kv[1], kv[0]))[0]
+            title, subject = self.variant_meta.get(top, (title, subject))
+        return Pattern(
+            miner=self.miner,
+            key=self.key,
+            title=title,
+            subject=dict(subject),
+            sessions=self.sessions,
+            sessions_selected=selected,
+            occurrences=self.occurrences,
+            agents=dict(sorted(self.agents.items())),
+            projects=dict(sorted(self.projects.items())),
+            users=dict(sorted(self.users.items())),
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+            examples=list(self.examples),
+            variants=dict(sorted(self.variants.items(), key=lambda kv: (-kv[1], kv[0]))),
+            links=dict(sorted(self.links.items())),
+        )
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "miner": self.miner,
+            "key": self.key,
+            "title": self.title,
+            "subject": self.subject,
+            "sessions": self.sessions,
+            "occurrences": self.occurrences,
+            "agents": self.agents,
+            "projects": self.projects,
+            "users": self.users,
+            "first_seen": self.first_seen.isoformat() if self.first_seen else None,
+            "last_seen": self.last_seen.isoformat() if self.last_seen else None,
+            "examples": [e.to_json() for e in self.examples],
+            "variants": self.variants,
+            "variant_meta": {k: [t, s] for k, (t, s) in self.variant_meta.items()},
+            "links": self.links,
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> _Acc:
+        return cls(
+            miner=data["miner"],
+            key=data["key"],
+            title=data["title"],
+            subject=dict(data["subject"]),
+            sessions=data["sessions"],
+            occurrences=data["occurrences"],
+            agents=dict(data["agents"]),
+            projects=dict(data["projects"]),
+            users=dict(data["users"]),
+            first_seen=_time(data["first_seen"]),
+            last_seen=_time(data["last_seen"]),
+            examples=[
+                Excerpt(
+                    e["transcript_id"],
+                    e["first_event"],
+                    e["last_event"],
+                    e["excerpt"],
+                    dict(e["scopes"]),
+                )
+                for e in data["examples"]
+            ],
+            variants=dict(data["variants"]),
+            variant_meta={k: (t, dict(s)) for k, (t, s) in data["variant_meta"].items()},
+            links=dict(data["links"]),
+        )
+
+
+class Reducer:
+    """Patterns accumulated from a stream of sessions' signals (see the module docstring)."""
+
+    def __init__(self, max_examples: int = 5) -> None:
+        self.max_examples = max_examples
+        self.sessions_selected = 0
+        self._acc: dict[tuple[str, str], _Acc] = {}
+
+    def add_session(
+        self,
+        info: TranscriptInfo,
+        signals: Iterable[Signal],
+        links: Mapping[str, Iterable[str]] | None = None,
+        *,
+        selected: bool = True,
+    ) -> int:
+        """Count one session's signals; ``selected=False`` for more signals about a session
+        already counted (model findings). Returns the number of signals."""
+        if selected:
+            self.sessions_selected += 1
+        grouped: dict[tuple[str, str], list[Signal]] = {}
+        total = 0
+        for signal in signals:
+            grouped.setdefault((signal.miner, signal.key), []).append(signal)
+            total += 1
+        for ident, group in grouped.items():
+            acc = self._acc.get(ident)
+            if acc is None:
+                acc = self._acc[ident] = _Acc(ident[0], ident[1], group[0].title, group[0].subject)
+            acc.title, acc.subject = group[-1].title, dict(group[-1].subject)
+            acc.sessions += 1
+            _count(acc.agents, info.agent)
+            _count(acc.projects, info.project)
+            _count(acc.users, info.user)
+            acc.seen(info.started_at)
+            for signal in group:
+                acc.occurrences += signal.occurrences
+                acc.count_variant(signal)
+            excerpts = [s.excerpt for s in group if s.excerpt is not None]
+            if excerpts:
+                acc.offer(min(excerpts, key=example_rank), self.max_examples)
+            for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
+                acc.links[target] = acc.links.get(target, 0) + 1
+            _prune(acc.links, MAX_VARIANTS)
+        return total
+
+    def rename(self, miner: str, old: str, new: str) -> None:
+        """Move what was counted under ``old`` to ``new`` (merging when ``new`` exists)."""
+        acc = self._acc.pop((miner, old), None)
+        if acc is None or old == new:
+            if acc is not None:
+                self._acc[(miner, old)] = acc
+            return
+        target = self._acc.get((miner, new))
+        if target is None:
+            acc.key = new
+            self._acc[(miner, new)] = acc
+        else:
+            target.absorb(acc, self.max_examples)
+
+    def patterns(self, extra: Iterable[Signal] = ()) -> list[Pattern]:
+        """Every pattern, most prevalent first; ``extra`` are store-level signals (no session)."""
+        out = [acc.pattern(self.sessions_selected) for acc in self._acc.values()]
+        store: dict[tuple[str, str], _Acc] = {}
+        for signal in extra:
+            acc = store.setdefault(
+                (signal.miner, signal.key),
+                _Acc(signal.miner, signal.key, signal.title, dict(signal.subject)),
+            )
+            acc.occurrences += signal.occurrences
+        out += [acc.pattern(self.sessions_selected) for acc in store.values()]
+        out.sort(key=lambda p: (-p.sessions, -p.occurrences, p.id))
+        return out
+
+    def state(self) -> dict[str, Any]:
+        """JSON values: the whole reducer (patterns in key order, so the text is stable)."""
+        return {
+            "max_examples": self.max_examples,
+            "sessions_selected": self.sessions_selected,
+            "patterns": [self._acc[k].to_json() for k in sorted(self._acc)],
+        }
+
+    @classmethod
+    def from_state(cls, state: Mapping[str, Any]) -> Reducer:
+        reducer = cls(int(state["max_examples"]))
+        reducer.sessions_selected = int(state["sessions_selected"])
+        for data in state["patterns"]:
+            acc = _Acc.from_json(data)
+            reducer._acc[(acc.miner, acc.key)] = acc
+        return reducer
