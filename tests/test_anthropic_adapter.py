@@ -10,11 +10,8 @@ memdir must hold the files, versions and provenance of the acting agent.
 
 from __future__ import annotations
 
-import json
 import re
-import threading
 from collections.abc import Iterator
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +22,7 @@ from anthropic.lib.tools import ToolError
 from anthropic.tools import BetaLocalFilesystemMemoryTool
 
 import memdir
+from fake_models import FakeServer, Recorded
 from memdir import OWNER, Provenance
 from memdir.integrations.anthropic import AsyncMemoryTool, MemoryTool
 
@@ -66,31 +64,15 @@ TURNS: list[list[dict[str, Any]]] = [
 ]
 
 
-class FakeMessagesAPI:
-    """``POST /v1/messages``: the next scripted assistant turn; every request body is kept."""
+class FakeMessagesAPI(FakeServer):
+    """``POST /v1/messages``: the next scripted assistant turn; every request is kept."""
 
     def __init__(self, turns: list[list[dict[str, Any]]]) -> None:
         self.turns = turns
-        self.requests: list[dict[str, Any]] = []
-        api = self
+        super().__init__()
 
-        class Handler(BaseHTTPRequestHandler):
-            def do_POST(self) -> None:
-                body = json.loads(self.rfile.read(int(self.headers["content-length"])))
-                api.requests.append(body)
-                payload = json.dumps(api.reply(len(api.requests) - 1, body["model"])).encode()
-                self.send_response(200)
-                self.send_header("content-type", "application/json")
-                self.send_header("content-length", str(len(payload)))
-                self.end_headers()
-                self.wfile.write(payload)
-
-            def log_message(self, *args: Any) -> None:
-                pass
-
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+    def route(self, record: Recorded) -> tuple[int, dict[str, str], Any]:
+        return 200, {}, self.reply(len(self.requests) - 1, record.body["model"])
 
     def reply(self, turn: int, model: str) -> dict[str, Any]:
         calls = self.turns[turn]
@@ -108,14 +90,10 @@ class FakeMessagesAPI:
         """(content, is_error) of every tool result the runner sent back, in order."""
         out = []
         for request in self.requests[1:]:
-            for block in request["messages"][-1]["content"]:
+            for block in request.body["messages"][-1]["content"]:
                 if block["type"] == "tool_result":
                     out.append((block["content"], bool(block.get("is_error"))))
         return out
-
-    def close(self) -> None:
-        self.server.shutdown()
-        self.server.server_close()
 
 
 @pytest.fixture
@@ -185,7 +163,7 @@ def test_the_tool_runner_drives_memory_tool(
         tool = MemoryTool(client, prefix=PREFIX, provenance=Provenance(session="sess-sync"))
         final = run_sync(tool, fake_api.url)
     assert final.content[0].text == "Noted in memory."
-    assert fake_api.requests[0]["tools"] == [{"type": "memory_20250818", "name": "memory"}]
+    assert fake_api.requests[0].body["tools"] == [{"type": "memory_20250818", "name": "memory"}]
     got = fake_api.tool_results()
     assert [(normalise(c), e) for c, e in got] == [(normalise(c), e) for c, e in reference]
     assert got[0][0].endswith("\n0B\t/memories")  # an empty /memories exists
