@@ -1,0 +1,288 @@
+"""Pure helpers that turn service values into what the templates show: no I/O, no HTML.
+
+Memory files, transcripts, proposals (rationale, evidence, statistics) and dream reports are
+untrusted text: an agent or a transcript may have put anything in them. These helpers never
+build markup — the templates autoescape every value — and they never pass a value into a URL
+unless it matches :data:`SAFE_ID` (ids) or is a validated memory path, percent-encoded. A
+statistic becomes a bar only when it is a finite number; anything else is shown as text.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import quote
+
+from memdir.core.edits import apply_insert, apply_str_replace, unified_diff
+from memdir.core.errors import EditConflict, InvalidContent, InvalidPath
+from memdir.core.frontmatter import parse_frontmatter, split_frontmatter
+from memdir.core.paths import validate_path
+
+__all__ = [
+    "SAFE_ID",
+    "Bar",
+    "EvidenceItem",
+    "MemoryPage",
+    "OpPreview",
+    "bars",
+    "diff_lines",
+    "evidence_items",
+    "facts",
+    "memory_page",
+    "op_preview",
+    "path_url",
+    "safe_id",
+]
+
+#: What an id must look like before it goes into a link (proposal, run, transcript ids).
+SAFE_ID: Final = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.:-]{0,127}")
+
+#: Width in SVG user units of a full bar (the chart scales with the page).
+BAR_WIDTH: Final = 240.0
+
+#: Statistics shown as facts (in this order) when present; others follow by name.
+FACT_KEYS: Final = (
+    "miner", "sessions", "sessions_selected", "prevalence", "occurrences", "agents",
+    "projects", "first_seen", "last_seen", "coverage", "confidence", "flags",
+)  # fmt: skip
+
+
+def safe_id(value: Any) -> str | None:
+    """``value`` when it is a plain id that may appear in a link, else None."""
+    if isinstance(value, str) and SAFE_ID.fullmatch(value):
+        return value
+    return None
+
+
+def path_url(path: str) -> str | None:
+    """A memory path percent-encoded for the part of a URL after ``/file``; None if invalid."""
+    try:
+        validate_path(path)
+    except InvalidPath:
+        return None
+    return quote(path, safe="/")
+
+
+# --- memory files ---------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class MemoryPage:
+    """A file split for display: frontmatter as rows (or the reason it does not parse), body."""
+
+    frontmatter: list[tuple[str, str]]
+    frontmatter_error: str | None
+    body: str
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, str):
+        return value
+    return json.dumps(value, ensure_ascii=False, default=str)
+
+
+def memory_page(content: str) -> MemoryPage:
+    """Frontmatter as (key, value text) rows and the body after it, for display."""
+    try:
+        block, body = split_frontmatter(content)
+    except InvalidContent as exc:
+        return MemoryPage([], exc.message, content)
+    if block is None:
+        return MemoryPage([], None, content)
+    try:
+        parsed = parse_frontmatter(content)
+    except InvalidContent as exc:
+        return MemoryPage([], exc.message, content)
+    rows = [(str(key), _text(value)) for key, value in parsed.raw.items()]
+    return MemoryPage(rows, None, body)
+
+
+# --- diffs ----------------------------------------------------------------------------------
+
+
+def diff_lines(diff: str) -> list[tuple[str, str]]:
+    """(css class, line) for each line of a unified diff: ``add``, ``del``, ``hunk``, ``meta``."""
+    out: list[tuple[str, str]] = []
+    for line in diff.splitlines():
+        if line.startswith(("+++", "---")):
+            kind = "meta"
+        elif line.startswith("@@"):
+            kind = "hunk"
+        elif line.startswith("+"):
+            kind = "add"
+        elif line.startswith("-"):
+            kind = "del"
+        else:
+            kind = "ctx"
+        out.append((kind, line))
+    return out
+
+
+@dataclass(frozen=True)
+class OpPreview:
+    """One proposed operation against the current content: a diff, or why there is none."""
+
+    op: str
+    path: str
+    new_path: str | None
+    diff: list[tuple[str, str]]
+    note: str | None
+
+
+def op_preview(op: Mapping[str, Any], current: str | None) -> OpPreview:
+    """What ``op`` (a stored operation dict) would change in ``current`` (None: no file)."""
+    kind = str(op.get("op", "?"))
+    path = str(op.get("path", ""))
+    new_path = op.get("new_path")
+    note: str | None = None
+    proposed: str | None = None
+    try:
+        if kind == "write":
+            proposed = str(op.get("content", ""))
+        elif kind == "delete":
+            proposed = ""
+        elif kind == "rename":
+            note = f"rename to {new_path}"
+        elif current is None:
+            note = f"{path} does not exist now: this {kind} cannot apply as it is"
+        elif kind == "str_replace":
+            proposed = apply_str_replace(path, current, str(op["old"]), str(op["new"]))
+        elif kind == "insert":
+            proposed = apply_insert(path, current, int(op["line"]), str(op["text"]))
+        else:
+            note = f"unknown operation {kind!r}"
+    except EditConflict as exc:
+        note = f"does not apply to the current content: {exc.message}"
+    except (KeyError, TypeError, ValueError):
+        note = f"malformed {kind} operation"
+    diff: list[tuple[str, str]] = []
+    if proposed is not None:
+        before = current or ""
+        label = "(absent)" if current is None else f"{path} (current)"
+        diff = diff_lines(unified_diff(before, proposed, label, f"{path} (proposed)"))
+        if not diff:
+            note = note or "no change against the current content"
+    return OpPreview(kind, path, str(new_path) if new_path is not None else None, diff, note)
+
+
+# --- statistics -----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Bar:
+    """One bar of an inline SVG chart: ``width`` in SVG units out of :data:`BAR_WIDTH`."""
+
+    label: str
+    value: str
+    width: float
+    y: float
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    return float(value) if math.isfinite(value) else None
+
+
+def _fraction(value: float, whole: float) -> float:
+    return max(0.0, min(1.0, value / whole)) if whole > 0 else 0.0
+
+
+def bars(stats: Any) -> list[Bar]:
+    """Bars for a statistics mapping: prevalence, agents, confidence, and the top variants.
+
+    Each bar is a fraction of a full bar; values that are not finite numbers are skipped.
+    """
+    if not isinstance(stats, Mapping):
+        return []
+    rows: list[tuple[str, str, float]] = []
+    sessions = _number(stats.get("sessions"))
+    selected = _number(stats.get("sessions_selected"))
+    if sessions is not None and selected is not None:
+        rows.append(
+            ("sessions affected", f"{sessions:g} / {selected:g}", _fraction(sessions, selected))
+        )
+    prevalence = _number(stats.get("prevalence"))
+    if prevalence is not None:
+        rows.append(("prevalence", f"{100 * prevalence:.1f} %", _fraction(prevalence, 1.0)))
+    confidence = _number(stats.get("confidence"))
+    if confidence is not None:
+        rows.append(("confidence", f"{confidence:.2f}", _fraction(confidence, 1.0)))
+    variants = stats.get("variants")
+    if isinstance(variants, Mapping):
+        counts = [(str(k), _number(v)) for k, v in variants.items()]
+        numeric = [(k, v) for k, v in counts if v is not None][:5]
+        top = max((v for _, v in numeric), default=0.0)
+        rows.extend((k[:60], f"{v:g}", _fraction(v, top)) for k, v in numeric)
+    return [
+        Bar(label, value, round(fraction * BAR_WIDTH, 1), 6.0 + 22.0 * index)
+        for index, (label, value, fraction) in enumerate(rows)
+    ]
+
+
+def facts(stats: Any) -> list[tuple[str, str]]:
+    """(name, value text) rows for a statistics value, the known keys first."""
+    if not isinstance(stats, Mapping):
+        return [] if stats is None else [("statistics", _text(stats))]
+    keys = [k for k in FACT_KEYS if k in stats]
+    keys += sorted(str(k) for k in stats if k not in FACT_KEYS and k != "variants")
+    out = []
+    for key in keys:
+        value = stats.get(key)
+        number = _number(value)
+        if key == "prevalence" and number is not None:
+            out.append((key, f"{100 * number:.1f} %"))
+        elif isinstance(value, list | tuple):
+            out.append((key, ", ".join(_text(v) for v in value) or "-"))
+        else:
+            out.append((key, "-" if value is None else _text(value)))
+    return out
+
+
+# --- evidence -------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EvidenceItem:
+    """One evidence item: an excerpt with its transcript (``link`` set only for a safe id), or
+    a hidden item (the service withheld it), or free-form evidence shown as text."""
+
+    hidden: bool
+    transcript: str | None
+    first_event: int | None
+    last_event: int | None
+    text: str
+    reason: str | None = None
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def evidence_items(evidence: Any) -> list[EvidenceItem]:
+    """Evidence as the service returned it (hidden items stay hidden), ready to show."""
+    if evidence is None:
+        return []
+    items: Sequence[Any] = evidence if isinstance(evidence, list) else [evidence]
+    out: list[EvidenceItem] = []
+    for item in items:
+        if not isinstance(item, Mapping):
+            out.append(EvidenceItem(False, None, None, None, _text(item)))
+            continue
+        first, last = _int(item.get("first_event")), _int(item.get("last_event"))
+        if item.get("hidden"):
+            reason = item.get("reason")
+            out.append(EvidenceItem(True, None, first, last, "", _text(reason or "hidden")))
+            continue
+        excerpt = item.get("excerpt")
+        if excerpt is None:
+            rest = {k: v for k, v in item.items() if k not in ("transcript_id", "scopes")}
+            excerpt = _text(rest) if rest else ""
+        out.append(
+            EvidenceItem(False, safe_id(item.get("transcript_id")), first, last, _text(excerpt))
+        )
+    return out

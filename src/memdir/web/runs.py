@@ -1,0 +1,183 @@
+"""Dream runs (their reports, linking to the proposals they queued) and transcripts.
+
+A transcript page is where evidence links lead: access is the service's (``get_transcript``
+answers "not found" for a transcript the viewer may not read). Events are shown as text, tool
+errors highlighted, each with an anchor (``#e<position>``) that evidence ranges point to.
+
+Dream runs come from ``list_dream_runs`` / ``get_dream_run`` (the run's principal and
+administrators see a run). The report is a JSON value written by the run; every field is
+shown as text, and only ids matching :data:`~memdir.web.render.SAFE_ID` and valid memory paths
+become links.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from memdir.core.errors import InvalidInput, NotFound
+from memdir.core.model import Principal
+from memdir.transcripts.model import Event
+from memdir.web.page import page, viewer
+from memdir.web.render import facts, path_url, safe_id
+
+__all__ = ["routes"]
+
+
+@runtime_checkable
+class DreamRuns(Protocol):
+    """The service calls the dream pages make (``memdir.dreams.DreamsMixin``)."""
+
+    def list_dream_runs(self, principal: Principal, store: str, *, limit: int = 50) -> Any: ...
+
+    def get_dream_run(self, principal: Principal, store: str, run_id: str) -> Any: ...
+
+
+def _runs_service(service: object) -> DreamRuns:
+    if not isinstance(service, DreamRuns):
+        raise NotFound("this server has no dream runs (its service does not run dreams)")
+    return service
+
+
+async def dream_runs(request: Request) -> Response:
+    who = await viewer(request)
+    store = request.path_params["store"]
+    runs = _runs_service(who.service)
+    found = await who.call(runs.list_dream_runs, store, limit=100)
+    return page(request, "dreams.html", who, runs=[(safe_id(r.id), r) for r in found])
+
+
+@dataclass(frozen=True)
+class PatternRow:
+    """One pattern of a report, ready to show (links only for safe ids and valid paths)."""
+
+    title: str
+    proposal: str | None
+    paths: list[tuple[str, str | None]]
+    facts: list[tuple[str, str]]
+    rationale: str | None
+    reason: str | None
+
+
+def _patterns(entries: Any) -> list[PatternRow]:
+    out: list[PatternRow] = []
+    for entry in entries if isinstance(entries, list) else []:
+        if not isinstance(entry, Mapping):
+            continue
+        paths = [str(p) for p in entry.get("paths") or [] if isinstance(p, str)]
+        shown = {k: v for k, v in entry.items()
+                 if k not in ("title", "proposal", "paths", "rationale", "reason", "decision",
+                              "subject")}  # fmt: skip
+        out.append(
+            PatternRow(
+                title=str(entry.get("title", "(untitled)")),
+                proposal=safe_id(entry.get("proposal")),
+                paths=[(p, path_url(p)) for p in paths],
+                facts=facts(shown),
+                rationale=str(entry["rationale"]) if entry.get("rationale") else None,
+                reason=str(entry["reason"]) if entry.get("reason") else None,
+            )
+        )
+    return out
+
+
+async def dream_run(request: Request) -> Response:
+    from memdir.dream.report import markdown
+
+    who = await viewer(request)
+    store = request.path_params["store"]
+    runs = _runs_service(who.service)
+    run = await who.call(runs.get_dream_run, store, request.path_params["run_id"])
+    report: dict[str, Any] = run.report or {}
+    summary = {k: v for k, v in report.items()
+               if k not in ("proposed", "left_out", "usage", "sessions")}  # fmt: skip
+    return page(
+        request, "dream.html", who, run=run, summary=facts(summary),
+        sessions=facts(report.get("sessions")), usage=facts(report.get("usage")),
+        proposed=_patterns(report.get("proposed")), left_out=_patterns(report.get("left_out")),
+        left_out_more=report.get("left_out_more") or 0,
+        text=markdown(report) if report else None,
+    )  # fmt: skip
+
+
+# --- transcripts ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class EventRow:
+    """One transcript event as text: a heading, the body, and whether it is a tool error."""
+
+    index: int
+    kind: str
+    heading: str
+    body: str
+    error: bool
+    marked: bool
+
+
+def _event_row(index: int, event: Event, marked: bool) -> EventRow:
+    error = bool(event.is_error)
+    if event.kind == "tool_call":
+        heading = f"tool call {event.name or ''}".strip()
+        body = json.dumps(event.input, ensure_ascii=False, indent=2, default=str)
+    elif event.kind == "tool_result":
+        heading = f"tool result {event.name or ''}".strip()
+        if event.exit_code is not None:
+            heading += f" (exit {event.exit_code})"
+        if error:
+            heading += " — error"
+        body = event.output or ""
+    elif event.kind == "usage":
+        heading = "usage"
+        body = json.dumps(event.usage or {}, ensure_ascii=False)
+    else:
+        heading = event.kind if event.role is None else f"{event.kind} · {event.role}"
+        body = event.text or ""
+    if event.ts is not None:
+        heading += f" · {event.ts:%Y-%m-%d %H:%M:%S}"
+    return EventRow(index, event.kind, heading, body, error, marked)
+
+
+def _range(request: Request) -> tuple[int, int] | None:
+    raw = (request.query_params.get("from"), request.query_params.get("to"))
+    if raw[0] is None:
+        return None
+    values = [r if r is not None else raw[0] for r in raw]
+    if not all(v.isdigit() for v in values):
+        raise InvalidInput(f"from and to must be event positions, received {raw!r}"[:200])
+    return int(values[0]), int(values[1])
+
+
+async def transcript(request: Request) -> Response:
+    who = await viewer(request)
+    store = request.path_params["store"]
+    marked = _range(request)
+    found = await who.call(who.service.get_transcript, store, request.path_params["tid"])
+    events = [
+        _event_row(i, e, marked is not None and marked[0] <= i <= marked[1])
+        for i, e in enumerate(found.events)
+    ]
+    info = found.info
+    labels = facts({
+        "format": info.format, "session": info.session_id, "project": info.project,
+        "agent": info.agent, "user": info.user, "task": info.task, "outcome": info.outcome,
+        "started": info.started_at.isoformat() if info.started_at else None,
+        "events": info.events, "tool calls": info.tool_calls, "tool errors": info.tool_errors,
+        "redactions": info.redactions,
+    })  # fmt: skip
+    children = [safe_id(c) for c in found.children]
+    return page(request, "transcript.html", who, t=info, labels=labels, events=events,
+                parent=safe_id(found.parent), children=children)  # fmt: skip
+
+
+routes = [
+    Route("/s/{store}/dreams", dream_runs, name="dreams"),
+    Route("/s/{store}/dreams/{run_id}", dream_run, name="dream"),
+    Route("/s/{store}/transcripts/{tid}", transcript, name="transcript"),
+]
