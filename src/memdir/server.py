@@ -1,4 +1,5 @@
-"""The composition root of ``memdir serve``: REST at ``/v1`` and MCP at ``/mcp``, one service.
+"""The composition root of ``memdir serve``: REST at ``/v1``, MCP at ``/mcp``, the web UI at
+``/ui``, one service.
 
 The REST surface (:mod:`memdir.api`) and the MCP surface (:mod:`memdir.mcp`) never import each
 other; this module builds both over one :class:`~memdir.service.MemoryService` and runs the MCP
@@ -19,11 +20,12 @@ __all__ = ["app_from_env", "create_server_app"]
 
 
 def create_server_app(settings: Settings) -> FastAPI:
-    """The whole HTTP server: REST routes, ``/mcp``, ``/healthz``, ``/metrics``."""
+    """The whole HTTP server: REST routes, ``/mcp``, ``/ui``, ``/healthz``, ``/metrics``."""
     from memdir.api import create_app
     from memdir.mcp import http_app
     from memdir.service import MemoryService
     from memdir.storage.database import Database
+    from memdir.web import create_web_app
 
     service = MemoryService(
         Database(settings.db, pool_size=settings.pool_size),
@@ -32,6 +34,7 @@ def create_server_app(settings: Settings) -> FastAPI:
     app = create_app(settings, service)
     mcp_app = http_app(service, store=settings.store)
     app.mount("/mcp", mcp_app)
+    app.mount("/ui", create_web_app(service, store=settings.store))
     rest_lifespan = app.router.lifespan_context
 
     @asynccontextmanager
