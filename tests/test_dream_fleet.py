@@ -17,7 +17,7 @@ import pytest
 import memdir
 from memdir import OWNER
 from memdir.dream.fleet import Fleet, generate, load, score
-from memdir.dream.model import MINER_NAMES, Pattern, Session
+from memdir.dream.model import MINER_NAMES, MemoryFile, Pattern, Session
 
 SESSIONS = 300
 HAS_ENGINE = importlib.util.find_spec("memdir.dream.engine") is not None
@@ -220,8 +220,9 @@ def test_manifest_is_what_the_files_hold(fleet: Fleet) -> None:
 def test_memory_seed_makes_a_note_stale_expired_and_duplicated(fleet: Fleet) -> None:
     memory = fleet.memory
     assert "`make test`" in memory["/projects/api/notes/testing.md"]
-    assert "expires: 2026-10-15" in memory["/projects/web/notes/release-freeze.md"]
-    assert dt.date(2026, 10, 15) < fleet.now.date()
+    freeze = memory["/projects/web/notes/release-freeze.md"]
+    expires = dt.date.fromisoformat(freeze.split("expires: ")[1][:10])
+    assert expires < fleet.now.date() - dt.timedelta(days=30)
     first, second = (memory[p] for p in ("/org/conventions/code-review.md",
                                          "/projects/api/notes/code-review.md"))  # fmt: skip
     assert first != second
@@ -272,8 +273,6 @@ def test_score_counts_below_threshold_and_unplanted_finds_against_precision(flee
 @pytest.mark.skipif(not HAS_ENGINE, reason="memdir.dream.engine is not written yet")
 def test_offline_engine_finds_the_planted_patterns(fleet: Fleet, loaded: Any) -> None:
     from memdir.dream.engine import Engine, EngineConfig
-
-    from memdir.dream.model import MemoryFile
 
     svc, _ = loaded
     memory = []

@@ -20,14 +20,17 @@ and τ-bench-shaped OpenAI chat result files under ``openai/<agent>/results-NNN.
 
 Population: 8 projects, 12 users, 24 agents (a Claude Code agent ``cc-<user>`` per user, on the
 projects of that user's teams; 12 operations bots on the OpenAI chat format, one home project
-each), sessions of 10-80 events spread over 6 weeks ending at ``FLEET_END``.
+each), sessions of 10-80 events spread over the 6 weeks before ``end`` (default
+``FLEET_END``).
 
 Manifest ``planted`` entries: ``id``, ``miner`` (one of ``MINER_NAMES``), ``match``
 (``{"tool", "contains"}``: the found pattern's ``subject["tool"]`` — case-insensitive, None for
-miners without a tool — and a substring of its title or subject JSON), ``accept`` (other
-findings the same planting legitimately causes, e.g. the ``tool_errors`` pattern of a failing
-flag whose recovery is planted), ``sessions``, ``prevalence``, ``above``, ``scope`` and, for
-memory patterns, the ``memory`` files they concern (``prevalence`` None).
+miners without a tool — and a substring of its title or subject JSON, or a list of substrings
+any of which will do, for findings a miner may word differently: ``ls src`` / ``list src``),
+``accept`` (other findings the same planting legitimately causes, e.g. the ``tool_errors``
+pattern of a failing flag whose recovery is planted), ``sessions``, ``prevalence``, ``above``,
+``scope``, ``session_ids`` and, for memory patterns, the ``memory`` files they concern
+(``prevalence`` None).
 
 :func:`score` compares any list of found :class:`~memdir.dream.model.Pattern` values with the
 manifest (see its docstring), so it serves the engine and the service run alike.
@@ -72,6 +75,7 @@ __all__ = [
     "generate",
     "load",
     "matches",
+    "memory_files",
     "score",
 ]
 
@@ -120,7 +124,7 @@ class Spec:
     id: str
     miner: str
     tool: str | None
-    contains: str
+    contains: str | tuple[str, ...]
     prevalence: float
     description: str
     format: str | None = CLAUDE
@@ -172,9 +176,9 @@ _PNPM: Final = ("Use pnpm, not npm.", "No, we use pnpm here, not npm.",
                 "Stop using npm, this repo uses pnpm.",
                 "Always use pnpm rather than npm.")  # fmt: skip
 _PUSH: Final = ("Don't push directly to main, open a PR instead.",
-                "Never push to main directly; open a pull request.",
+                "Please never push to main directly; open a PR.",
                 "No, don't push to main. Open a PR.",
-                "Stop pushing straight to main, always open a PR.")  # fmt: skip
+                "Stop pushing to main directly, always open a PR.")  # fmt: skip
 _EMOJI: Final = ("Stop adding emoji to commit messages.", "No emoji in commit messages please.",
                  "Don't put emoji in the commit message.")  # fmt: skip
 
@@ -231,24 +235,31 @@ def _ticket(n: Noise) -> list[Act]:
 _TESTING_NOTE: Final = ("---\ndescription: How to run the api tests\ntags: [testing]\n---\n"
                         "# Testing the api\n\nRun the tests with `make test` before pushing; "
                         "CI runs the same target.\n")  # fmt: skip
-_FREEZE_NOTE: Final = ("---\ndescription: Release freeze for the autumn launch\nexpires: "
-                       "2026-10-15\n---\n# Release freeze\n\nNo deploys of web to production "
-                       "until the launch review on 2026-10-14.\n")  # fmt: skip
 _REVIEW: Final = ("# Code review\n\nEvery change needs one approving review. Keep pull "
                   "requests under 400 lines, describe how you tested them, link the issue, "
                   "and squash-merge once CI is green. Reviewers answer within one working "
                   "day.\n")  # fmt: skip
-MEMORY: Final = {
-    "/projects/api/notes/testing.md": _TESTING_NOTE,
-    "/projects/web/notes/release-freeze.md": _FREEZE_NOTE,
-    "/org/conventions/code-review.md": "---\ndescription: Code review rules\n---\n" + _REVIEW,
-    "/projects/api/notes/code-review.md": "---\ndescription: How we review code\n---\n"
-    + _REVIEW.replace("one working day", "a working day"),
-    "/org/conventions/commits.md": "---\ndescription: Commit messages\n---\n# Commits\n\n"
-    "Imperative subject under 72 characters, a blank line, then why.\n",
-    "/projects/web/notes/deploy.md": "---\ndescription: Deploying web\nreview_after: "
-    "2027-03-01\n---\n# Deploy\n\n`./scripts/deploy web` from a green main.\n",
-}
+
+
+def memory_files(end: dt.datetime) -> dict[str, str]:
+    """The memory seeded before dreaming (dates relative to the fleet's ``end``): a stale
+    testing note, an expired note, two near-duplicates and two healthy notes."""
+    expired = (end - dt.timedelta(days=36)).date().isoformat()
+    review = (end + dt.timedelta(days=100)).date().isoformat()
+    return {
+        "/org/conventions/code-review.md": "---\ndescription: Code review rules\n---\n" + _REVIEW,
+        "/org/conventions/commits.md": "---\ndescription: Commit messages\n---\n# Commits\n\n"
+        "Imperative subject under 72 characters, a blank line, then why.\n",
+        "/projects/api/notes/code-review.md": "---\ndescription: How we review code\n---\n"
+        + _REVIEW.replace("one working day", "a working day"),
+        "/projects/api/notes/testing.md": _TESTING_NOTE,
+        "/projects/web/notes/deploy.md": f"---\ndescription: Deploying web\nreview_after: "
+        f"{review}\n---\n# Deploy\n\n`./scripts/deploy web` from a green main.\n",
+        "/projects/web/notes/release-freeze.md": "---\ndescription: Release freeze for the "
+        f"launch\nexpires: {expired}\n---\n# Release freeze\n\nNo deploys of web to "
+        "production until the launch review.\n",
+    }  # fmt: skip
+
 
 CATALOGUE: Final[tuple[Spec, ...]] = (
     Spec("npm-frozen-lockfile", "recovery", "Bash", "--frozen-lockfile", 0.06,
@@ -271,7 +282,7 @@ CATALOGUE: Final[tuple[Spec, ...]] = (
          "sessions start by reading the architecture document", projects=("api", "billing"),
          place="opening", build=_lookup("cat docs/ARCHITECTURE.md",
                                         lambda n: "# Architecture\n\n" + n.sentence(20, 40))),
-    Spec("nav-ls-src", "exploration", "Bash", "ls src", 0.03,
+    Spec("nav-ls-src", "exploration", "Bash", ("ls src", "list src"), 0.03,
          "sessions start by listing src/", place="opening",
          build=_lookup("ls src/", lambda n: "\n".join(sorted({n.word() for _ in range(6)})))),
     Spec("loop-kubectl", "loops", "Bash", "kubectl get pods", 0.025,
@@ -344,7 +355,7 @@ class Fleet:
 # --- planning -----------------------------------------------------------------------------
 
 
-def _headers(seed: int, sessions: int) -> list[_Header]:
+def _headers(seed: int, sessions: int, end: dt.datetime) -> list[_Header]:
     rng = random.Random(f"{seed}:population")
     teams = {p: rng.sample(USERS, rng.randint(3, 5)) for p in PROJECTS}
     for user in USERS:  # everyone is on some team
@@ -355,7 +366,7 @@ def _headers(seed: int, sessions: int) -> list[_Header]:
     starts = sorted(rng.uniform(0, span - 3 * 3600) for _ in range(sessions))
     out = []
     for index, offset in enumerate(starts):
-        start = FLEET_END - dt.timedelta(seconds=span - offset)
+        start = end - dt.timedelta(seconds=span - offset)
         start = start.replace(microsecond=0)
         length = rng.randint(_MIN_EVENTS, _MAX_EVENTS - 6)  # a last block may overshoot by 6
         if rng.random() < _OPENAI_SHARE:
@@ -369,7 +380,7 @@ def _headers(seed: int, sessions: int) -> list[_Header]:
 
 
 def _eligible(spec: Spec, headers: list[_Header], users: dict[str, str]) -> list[int]:
-    recent = FLEET_END - dt.timedelta(days=RECENT_DAYS)
+    recent = headers[-1].start - dt.timedelta(days=RECENT_DAYS)
     user = users.get(spec.user, spec.user) if spec.user else None
     return [
         h.index for h in headers
@@ -453,12 +464,18 @@ def _system_prompt(bot: str, project: str) -> str:
 # --- generate -----------------------------------------------------------------------------
 
 
-def generate(seed: int, sessions: int = 2000, *, out_dir: Path) -> Fleet:
+def generate(
+    seed: int, sessions: int = 2000, *, out_dir: Path, end: dt.datetime = FLEET_END
+) -> Fleet:
     """Write a fleet of ``sessions`` sessions under ``out_dir`` and its ``manifest.json``.
 
-    ``out_dir`` is created if needed and must not already hold a fleet's files. Raises
-    ValueError for fewer than 50 sessions (too few to plant every pattern at least once).
+    Sessions start within the 6 weeks before ``end`` (an aware time: pass the dream's ``now``,
+    or dream with ``now=fleet.now``). ``out_dir`` is created if needed and must not already
+    hold a fleet's files. Raises ValueError for fewer than 50 sessions (too few to plant every
+    pattern at least once) or a naive ``end``.
     """
+    if end.tzinfo is None:
+        raise ValueError(f"end must be timezone-aware, received {end.isoformat()}")
     if sessions < 50:
         raise ValueError(
             f"a fleet needs at least 50 sessions to plant its patterns, received {sessions}"
@@ -466,7 +483,8 @@ def generate(seed: int, sessions: int = 2000, *, out_dir: Path) -> Fleet:
     out_dir = Path(out_dir)
     if (out_dir / "manifest.json").exists():
         raise ValueError(f"{out_dir} already holds a fleet (manifest.json); use an empty directory")
-    headers = _headers(seed, sessions)
+    end = end.astimezone(dt.UTC).replace(microsecond=0)
+    headers = _headers(seed, sessions, end)
     plan, users = _plan(seed, headers)
     by_session: dict[int, list[Spec]] = {}
     for spec in CATALOGUE:
@@ -486,7 +504,7 @@ def generate(seed: int, sessions: int = 2000, *, out_dir: Path) -> Fleet:
             part = mine[chunk : chunk + _PER_RESULT_FILE]
             file = out_dir / "openai" / bot / f"results-{chunk // _PER_RESULT_FILE:03d}.json"
             events += _write_openai(file, seed, part, by_session, names)
-    manifest = _manifest(seed, headers, plan, users, names, groups, events)
+    manifest = _manifest(seed, end, headers, plan, users, names, groups, events)
     text = json.dumps(manifest, indent=1, ensure_ascii=False) + "\n"
     (out_dir / "manifest.json").write_text(text, encoding="utf-8")
     return Fleet(out_dir, seed, sessions, manifest)
@@ -531,8 +549,8 @@ def _write_openai(
 
 
 def _manifest(
-    seed: int, headers: list[_Header], plan: dict[str, list[int]], users: dict[str, str],
-    names: dict[int, str], groups: dict[tuple[str, str], int], events: int,
+    seed: int, end: dt.datetime, headers: list[_Header], plan: dict[str, list[int]],
+    users: dict[str, str], names: dict[int, str], groups: dict[tuple[str, str], int], events: int,
 ) -> dict[str, Any]:  # fmt: skip
     thresholds = Thresholds()
     total = len(headers)
@@ -545,7 +563,7 @@ def _manifest(
                            and count / total >= thresholds.prevalence_for(spec.miner))  # fmt: skip
         planted.append({
             "id": spec.id, "miner": spec.miner, "description": spec.description,
-            "match": {"tool": spec.tool, "contains": spec.contains},
+            "match": {"tool": spec.tool, "contains": _json_contains(spec.contains)},
             "accept": [{"miner": m, "tool": t, "contains": c} for m, t, c in spec.accept],
             "format": spec.format, "sessions": count,
             "prevalence": None if memory else count / total,
@@ -567,15 +585,14 @@ def _manifest(
     imports.append({"path": "openai", "format": OPENAI, "labels": {}, "sessions": formats[OPENAI]})
     return {
         "version": 1, "seed": seed, "sessions": total, "events": events,
-        "start": (FLEET_END - dt.timedelta(days=SPAN_DAYS)).isoformat(),
-        "end": FLEET_END.isoformat(),
+        "start": (end - dt.timedelta(days=SPAN_DAYS)).isoformat(), "end": end.isoformat(),
         "thresholds": {"min_sessions": thresholds.min_sessions,
                        "min_prevalence": thresholds.min_prevalence},
         "population": {"projects": sorted({h.project for h in headers}),
                        "users": sorted({h.user for h in headers}),
                        "agents": sorted({h.agent for h in headers}),
                        "top_users": users},
-        "formats": formats, "imports": imports, "memory": dict(sorted(MEMORY.items())),
+        "formats": formats, "imports": imports, "memory": memory_files(end),
         "planted": planted,
     }  # fmt: skip
 
@@ -604,18 +621,25 @@ def load(service: MemoryService, principal: Principal, store: str, fleet: Fleet)
     return total
 
 
-def matches(pattern: Pattern, miner: str, tool: str | None, contains: str) -> bool:
+def _json_contains(contains: str | tuple[str, ...]) -> str | list[str]:
+    return contains if isinstance(contains, str) else list(contains)
+
+
+def matches(pattern: Pattern, miner: str, tool: str | None, contains: str | Sequence[str]) -> bool:
     """Is ``pattern`` the finding described by ``(miner, tool, contains)``?
 
     Same miner; the subject's ``tool`` equal to ``tool`` ignoring case (when ``tool`` is set);
-    ``contains`` a case-insensitive substring of the title or the subject's JSON.
+    ``contains`` (or one of them, for a list) a case-insensitive substring of the title or the
+    subject's JSON.
     """
     if pattern.miner != miner:
         return False
     if tool is not None and str(pattern.subject.get("tool", "")).lower() != tool.lower():
         return False
     text = pattern.title + "\n" + json.dumps(pattern.subject, ensure_ascii=False, sort_keys=True)
-    return contains.lower() in text.lower()
+    text = text.lower()
+    wanted = [contains] if isinstance(contains, str) else list(contains)
+    return any(c.lower() in text for c in wanted)
 
 
 def _matches_entry(pattern: Pattern, entry: dict[str, Any], *, primary_only: bool) -> bool:
