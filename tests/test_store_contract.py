@@ -1,18 +1,41 @@
-"""The backend contract: what every storage backend must do, run on each of them.
+"""The store contract: what every backend and every surface must do.
 
-Every test gets a fresh database (``backend`` fixture: SQLite file, PostgreSQL database) and a
-service with the empty store ``default`` (``svc``). Nothing is mocked.
+Each test runs on the service over each backend (a fresh SQLite file, a fresh PostgreSQL
+database) and through each surface over SQLite (``tests/drivers.py``): REST requests to the
+real ASGI app (``asgi``), the SDK against a live ``memdir serve`` on 127.0.0.1 (``sdk``), and
+MCP client sessions over stdio (``mcp-stdio``) and over streamable HTTP to that server's
+``/mcp`` (``mcp-http``). Servers and sessions start once per module; every test gets a fresh
+store. A test that has no meaning on a surface says so with :func:`not_on` and is skipped there
+with the reason. Nothing is mocked.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import datetime as dt
+import os
 import time
+import uuid
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
 
 import pytest
 import sqlalchemy as sa
 
+import memdir
+from drivers import (
+    AsgiSurface,
+    McpDriver,
+    McpSessions,
+    SdkDriver,
+    Tokens,
+    actor_id,
+    direct,
+    http_connect,
+    reset,
+    stdio_connect,
+)
 from helpers import STORE, assert_consistent, indexed, live_heads, sha, snapshot
 from memdir import (
     OWNER,
@@ -38,6 +61,148 @@ from memdir import (
 )
 from memdir.storage.schema import blobs
 
+F = TypeVar("F", bound=Callable[..., Any])
+
+MCP = ("mcp-stdio", "mcp-http")
+SURFACES = [
+    pytest.param("sqlite", id="sqlite"),
+    pytest.param("postgres", id="postgres", marks=pytest.mark.postgres),
+    pytest.param("asgi", id="asgi"),
+    pytest.param("sdk", id="sdk"),
+    pytest.param("mcp-stdio", id="mcp-stdio"),
+    pytest.param("mcp-http", id="mcp-http"),
+]
+
+
+def not_on(*surfaces: str, reason: str) -> Callable[[F], F]:
+    """Skip a test on ``surfaces`` (it has no meaning there), saying why."""
+
+    def mark(test: F) -> F:
+        skipped = dict(getattr(test, "not_on", {}))
+        skipped.update(dict.fromkeys(surfaces, reason))
+        test.not_on = skipped  # type: ignore[attr-defined]
+        return test
+
+    return mark
+
+
+VIEW = (
+    "MCP view shows content, sha256 and version: no file id, revision, time, older versions or "
+    "exact line ranges"
+)
+NO_COMMIT_TOOL = "MCP has no tool for multi-operation commits, reverts, diffs or redaction"
+NO_OTHER_STORES = "the MCP tools serve one store and do not manage stores"
+NO_PROVENANCE = "the MCP tools take no provenance or idempotency key"
+NO_LISTS = "MCP lists a directory as text, two levels deep (no ls, glob, grep context or limit)"
+HISTORY = "MCP history is text, without each version's path or any filter"
+SEARCH_SHA = "MCP search results show no sha256"
+MCP_CREATE = "MCP create is create-only without if_match: a write with no precondition"
+
+
+@pytest.fixture(scope="module")
+def asgi_surface(tmp_path_factory: pytest.TempPathFactory) -> Iterator[AsgiSurface]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('asgi') / 'memdir.db'}"
+    surface = AsgiSurface(url)
+    yield surface
+    surface.close()
+
+
+@pytest.fixture(scope="module")
+def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Tokens]]:
+    """`memdir serve` on 127.0.0.1 (REST and /mcp) and tokens minted in its database."""
+    from test_api_live import ServeProcess
+
+    where = tmp_path_factory.mktemp("serve")
+    db = f"sqlite:///{where / 'memdir.db'}"
+    server = ServeProcess(db, where)
+    try:
+        server.wait_healthy()
+        (admin_token,) = server.tokens()
+        service = memdir.open(db)
+        yield server.url, Tokens(service, owner_token=admin_token)
+        service.db.close()
+    finally:
+        server.stop()
+
+
+@pytest.fixture(scope="module")
+def stdio_sessions(tmp_path_factory: pytest.TempPathFactory) -> Iterator[McpDriver]:
+    url = f"sqlite:///{tmp_path_factory.mktemp('stdio') / 'memdir.db'}"
+    service = memdir.open(url, create=True)
+    service.create_store(OWNER, STORE)
+    tokens = Tokens(service)  # registers the principals `--as` names
+    sessions = McpSessions(stdio_connect(url))
+
+    def call(principal: Principal, tool: str, arguments: dict[str, Any]) -> Any:
+        if not principal.is_owner:
+            tokens.token(principal)
+        return sessions.call(principal, tool, arguments)
+
+    yield McpDriver("mcp-stdio", service, call, lambda p: p.id)
+    sessions.close()
+    service.db.close()
+
+
+@pytest.fixture(scope="module")
+def http_sessions(live_server: tuple[str, Tokens]) -> Iterator[McpDriver]:
+    url, tokens = live_server
+    sessions = McpSessions(http_connect(f"{url}/mcp", tokens))
+    yield McpDriver("mcp-http", tokens.service, sessions.call, lambda p: tokens.acting(p).id)
+    sessions.close()
+
+
+@pytest.fixture(scope="module")
+def sdk_driver(live_server: tuple[str, Tokens]) -> Iterator[SdkDriver]:
+    url, tokens = live_server
+    driver = SdkDriver(tokens.service, url, tokens)
+    yield driver
+    driver.close()
+
+
+def _service(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[MemoryService]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'memdir.db'}"
+    else:
+        from postgres_cluster import ENV_URL, create_database
+
+        admin_url: str = request.getfixturevalue("postgres_admin_url")
+        url = create_database(admin_url, f"memdir_t_{uuid.uuid4().hex[:16]}")
+        if os.environ.get(ENV_URL):
+            request.addfinalizer(lambda: _drop(admin_url, url))
+    service = memdir.open(url, create=True)
+    service.create_store(OWNER, STORE)
+    try:
+        yield service
+    finally:
+        service.db.close()
+
+
+def _drop(admin_url: str, url: str) -> None:
+    from sqlalchemy.engine import make_url
+
+    from conftest import _drop_database
+
+    _drop_database(admin_url, str(make_url(url).database))
+
+
+@pytest.fixture(params=SURFACES)
+def svc(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Any]:
+    """The service (on a backend) or a driver of a surface, over a fresh store ``default``."""
+    surface: str = request.param
+    skipped: dict[str, str] = getattr(request.function, "not_on", {})
+    if surface in skipped:
+        pytest.skip(f"not on {surface}: {skipped[surface]}")
+    if surface in ("sqlite", "postgres"):
+        yield from _service(request, tmp_path)
+        return
+    fixture = {"asgi": "asgi_surface", "sdk": "sdk_driver", "mcp-stdio": "stdio_sessions",
+               "mcp-http": "http_sessions"}[surface]  # fmt: skip
+    found = request.getfixturevalue(fixture)
+    driver = found.driver() if isinstance(found, AsgiSurface) else found
+    reset(direct(driver))
+    yield driver
+
+
 # Policy is not this suite's subject: the agents acting here are administrators (the default
 # policy's ``admins`` group), so every call reaches the store and the actor is their own id.
 ADMINS = frozenset({"admins"})
@@ -45,7 +210,7 @@ AGENT = Principal("agent:x", groups=ADMINS)
 OTHER = Principal("agent:y", groups=ADMINS)
 
 
-def create(svc: MemoryService, path: str, content: str, store: str = STORE) -> str:
+def create(svc: Any, path: str, content: str, store: str = STORE) -> str:
     """Create ``path`` and return its sha256."""
     result = svc.write(OWNER, store, path, content, if_absent=True)
     digest = result.results[0].sha256
@@ -56,7 +221,8 @@ def create(svc: MemoryService, path: str, content: str, store: str = STORE) -> s
 # --- create / read / overwrite ---------------------------------------------------------------
 
 
-def test_create_and_read(svc: MemoryService) -> None:
+@not_on(*MCP, reason=VIEW)
+def test_create_and_read(svc: Any) -> None:
     content = "# Café rules\n\nAlways run the tests.\n"
     result = svc.write(OWNER, STORE, "/org/rules.md", content, if_absent=True)
     assert result.revision == 1
@@ -79,7 +245,7 @@ def test_create_and_read(svc: MemoryService) -> None:
     )
 
 
-def test_sha256_is_of_the_raw_bytes(svc: MemoryService) -> None:
+def test_sha256_is_of_the_raw_bytes(svc: Any) -> None:
     for index, content in enumerate(
         ["a\r\nb", "a\nb\n", "e\u0301", "\u00e9", "", "\ttab\x01\x7f", "\ufeffbom"]
     ):
@@ -88,31 +254,33 @@ def test_sha256_is_of_the_raw_bytes(svc: MemoryService) -> None:
         assert svc.read(OWNER, STORE, path).content == content
 
 
-def test_write_to_a_new_path_needs_no_precondition(svc: MemoryService) -> None:
+def test_write_to_a_new_path_needs_no_precondition(svc: Any) -> None:
     result = svc.write(OWNER, STORE, "/a.md", "one")
     assert result.results[0].operation == "created"
 
 
-def test_if_absent_on_an_existing_file_fails_with_the_current_sha(svc: MemoryService) -> None:
+def test_if_absent_on_an_existing_file_fails_with_the_current_sha(svc: Any) -> None:
     digest = create(svc, "/a.md", "one")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PreconditionFailed) as info:
         svc.write(OWNER, STORE, "/a.md", "two", if_absent=True)
     assert info.value.details["current_sha256"] == digest
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_blind_overwrite_is_refused(svc: MemoryService) -> None:
+@not_on(*MCP, reason=MCP_CREATE)
+def test_blind_overwrite_is_refused(svc: Any) -> None:
     create(svc, "/a.md", "one")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PreconditionRequired) as info:
         svc.write(OWNER, STORE, "/a.md", "two")
     assert "/a.md" in info.value.message
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
     assert svc.read(OWNER, STORE, "/a.md").content == "one"
 
 
-def test_overwrite_with_if_match(svc: MemoryService) -> None:
+@not_on(*MCP, reason=VIEW)
+def test_overwrite_with_if_match(svc: Any) -> None:
     digest = create(svc, "/a.md", "one")
     result = svc.write(OWNER, STORE, "/a.md", "two", if_match=digest)
     [op] = result.results
@@ -125,53 +293,53 @@ def test_overwrite_with_if_match(svc: MemoryService) -> None:
     assert again.results[0].version == 3
 
 
-def test_wrong_if_match_reports_the_current_sha(svc: MemoryService) -> None:
+def test_wrong_if_match_reports_the_current_sha(svc: Any) -> None:
     create(svc, "/a.md", "one")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PreconditionFailed) as info:
         svc.write(OWNER, STORE, "/a.md", "two", if_match=sha("something else"))
     assert info.value.details["current_sha256"] == sha("one")
     assert sha("one") in info.value.message
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_precondition_fails_even_when_content_equals_the_request(svc: MemoryService) -> None:
+def test_precondition_fails_even_when_content_equals_the_request(svc: Any) -> None:
     old = create(svc, "/a.md", "v1")
     svc.write(OWNER, STORE, "/a.md", "v2", if_match=old)  # client A
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PreconditionFailed) as info:  # client B computed the same change
         svc.write(OWNER, STORE, "/a.md", "v2", if_match=old)
     assert info.value.details["current_sha256"] == sha("v2")
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_if_match_on_a_missing_file_fails(svc: MemoryService) -> None:
+def test_if_match_on_a_missing_file_fails(svc: Any) -> None:
     with pytest.raises(PreconditionFailed) as info:
         svc.write(OWNER, STORE, "/a.md", "x", if_match=sha("x"))
     assert info.value.details["current_sha256"] is None
-    assert snapshot(svc).revision == 0
+    assert snapshot(direct(svc)).revision == 0
 
 
 # --- edits -----------------------------------------------------------------------------------
 
 
-def test_str_replace(svc: MemoryService) -> None:
+def test_str_replace(svc: Any) -> None:
     create(svc, "/a.md", "alpha\nbeta\ngamma\n")
     result = svc.str_replace(OWNER, STORE, "/a.md", "beta", "BETA")
     assert (result.results[0].op, result.results[0].version) == ("str_replace", 2)
     assert svc.read(OWNER, STORE, "/a.md").content == "alpha\nBETA\ngamma\n"
     # with a matching and a stale if_match
     svc.str_replace(OWNER, STORE, "/a.md", "gamma", "G", if_match=sha("alpha\nBETA\ngamma\n"))
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PreconditionFailed) as info:
         svc.str_replace(OWNER, STORE, "/a.md", "alpha", "A", if_match=sha("alpha\nbeta\ngamma\n"))
     assert info.value.details["current_sha256"] == sha("alpha\nBETA\nG\n")
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_str_replace_refuses_absent_or_ambiguous_text(svc: MemoryService) -> None:
+def test_str_replace_refuses_absent_or_ambiguous_text(svc: Any) -> None:
     create(svc, "/a.md", "x = 1\ny = 2\nx = 1\n")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(EditConflict) as info:
         svc.str_replace(OWNER, STORE, "/a.md", "x = 1", "x = 3")
     assert info.value.details["lines"] == [1, 3]
@@ -181,10 +349,10 @@ def test_str_replace_refuses_absent_or_ambiguous_text(svc: MemoryService) -> Non
         svc.str_replace(OWNER, STORE, "/a.md", "", "z")
     with pytest.raises(NotFound):
         svc.str_replace(OWNER, STORE, "/missing.md", "x", "y")
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_insert(svc: MemoryService) -> None:
+def test_insert(svc: Any) -> None:
     create(svc, "/a.md", "one\ntwo\n")
     svc.insert(OWNER, STORE, "/a.md", 0, "zero")
     assert svc.read(OWNER, STORE, "/a.md").content == "zero\none\ntwo\n"
@@ -197,7 +365,7 @@ def test_insert(svc: MemoryService) -> None:
     create(svc, "/b.md", "no newline")
     svc.insert(OWNER, STORE, "/b.md", 1, "next")
     assert svc.read(OWNER, STORE, "/b.md").content == "no newline\nnext\n"
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(EditConflict):
         svc.insert(OWNER, STORE, "/b.md", 3, "far")
     with pytest.raises(EditConflict):
@@ -206,19 +374,20 @@ def test_insert(svc: MemoryService) -> None:
         svc.insert(OWNER, STORE, "/b.md", 0, "x", if_match=sha("no newline"))
     with pytest.raises(NotFound):
         svc.insert(OWNER, STORE, "/nope.md", 0, "x")
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
     svc.insert(OWNER, STORE, "/b.md", 0, "top", if_match=sha("no newline\nnext\n"))
     assert svc.read(OWNER, STORE, "/b.md").content == "top\nno newline\nnext\n"
 
 
-def test_delete(svc: MemoryService) -> None:
+@not_on(*MCP, reason=VIEW)
+def test_delete(svc: Any) -> None:
     digest = create(svc, "/a.md", "one")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PreconditionFailed):
         svc.delete(OWNER, STORE, "/a.md", if_match=sha("two"))
     with pytest.raises(NotFound):
         svc.delete(OWNER, STORE, "/b.md")
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
     result = svc.delete(OWNER, STORE, "/a.md", if_match=digest)
     [op] = result.results
     assert (op.operation, op.version, op.sha256) == ("deleted", 2, None)
@@ -231,7 +400,8 @@ def test_delete(svc: MemoryService) -> None:
     assert again.version == 1 and again.file_id != op.file_id
 
 
-def test_rename(svc: MemoryService) -> None:
+@not_on(*MCP, reason=VIEW)
+def test_rename(svc: Any) -> None:
     create(svc, "/a.md", "content")
     file_id = svc.read(OWNER, STORE, "/a.md").file_id
     result = svc.rename(OWNER, STORE, "/a.md", "/dir/b.md")
@@ -246,11 +416,11 @@ def test_rename(svc: MemoryService) -> None:
     assert svc.read(OWNER, STORE, "/c.md").file_id == file_id
 
 
-def test_rename_never_overwrites(svc: MemoryService) -> None:
+def test_rename_never_overwrites(svc: Any) -> None:
     create(svc, "/a.md", "a")
     create(svc, "/b.md", "b")
     create(svc, "/d/x.md", "x")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PathConflict):
         svc.rename(OWNER, STORE, "/a.md", "/b.md")
     with pytest.raises(PathConflict):
@@ -263,10 +433,10 @@ def test_rename_never_overwrites(svc: MemoryService) -> None:
         svc.rename(OWNER, STORE, "/a.md", "/e.md", if_match=sha("b"))
     with pytest.raises(NotFound):
         svc.rename(OWNER, STORE, "/zz.md", "/e.md")
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_a_file_can_move_into_its_own_former_directory_name(svc: MemoryService) -> None:
+def test_a_file_can_move_into_its_own_former_directory_name(svc: Any) -> None:
     create(svc, "/d/x.md", "x")
     svc.rename(OWNER, STORE, "/d/x.md", "/d")  # /d held only the moving file
     assert svc.read(OWNER, STORE, "/d").content == "x"
@@ -277,7 +447,8 @@ def test_a_file_can_move_into_its_own_former_directory_name(svc: MemoryService) 
 # --- commits ---------------------------------------------------------------------------------
 
 
-def test_multi_operation_commit(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_multi_operation_commit(svc: Any) -> None:
     create(svc, "/old.md", "old")
     result = svc.commit(
         AGENT,
@@ -304,9 +475,10 @@ def test_multi_operation_commit(svc: MemoryService) -> None:
     assert (info.id, info.revision, info.actor) == (result.commit, 2, "agent:x")
     assert (info.reason, info.session, info.source_kind) == ("batch", "s1", "agent-inferred")
     assert len(info.changes) == 5
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
 @pytest.mark.parametrize(
     ("third", "error"),
     [
@@ -325,11 +497,11 @@ def test_multi_operation_commit(svc: MemoryService) -> None:
     ],
 )
 def test_a_failing_operation_leaves_nothing_of_its_commit(
-    svc: MemoryService, third: Write | StrReplace | Insert | Rename | Delete, error: type
+    svc: Any, third: Write | StrReplace | Insert | Rename | Delete, error: type
 ) -> None:
     create(svc, "/exists.md", "exists\n")
-    before = snapshot(svc)
-    index_before = indexed(svc)
+    before = snapshot(direct(svc))
+    index_before = indexed(direct(svc))
     with pytest.raises(error):
         svc.commit(
             OWNER,
@@ -340,24 +512,26 @@ def test_a_failing_operation_leaves_nothing_of_its_commit(
                 third,
             ],
         )
-    assert snapshot(svc) == before
-    assert indexed(svc) == index_before
+    assert snapshot(direct(svc)) == before
+    assert indexed(direct(svc)) == index_before
     with pytest.raises(NotFound):
         svc.read(OWNER, STORE, "/one.md")
     assert svc.read(OWNER, STORE, "/exists.md").content == "exists\n"
     assert len(svc.history(OWNER, STORE)) == 1
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
     # and the next successful commit takes the very next revision
     assert svc.write(OWNER, STORE, "/one.md", "one", if_absent=True).revision == 2
 
 
-def test_an_empty_commit_is_refused(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_an_empty_commit_is_refused(svc: Any) -> None:
     with pytest.raises(InvalidInput):
         svc.commit(OWNER, STORE, [])
-    assert snapshot(svc).revision == 0
+    assert snapshot(direct(svc)).revision == 0
 
 
-def test_revisions_are_gap_free(svc: MemoryService) -> None:
+@not_on(*MCP, reason=HISTORY)
+def test_revisions_are_gap_free(svc: Any) -> None:
     expected = 0
     for index in range(12):
         path = f"/f{index % 3}.md"
@@ -376,13 +550,14 @@ def test_revisions_are_gap_free(svc: MemoryService) -> None:
     commits = svc.history(OWNER, STORE, limit=1000)
     assert [c.revision for c in reversed(commits)] == list(range(1, expected + 1))
     assert svc.store_info(OWNER, STORE).revision == expected
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
 # --- versions and history --------------------------------------------------------------------
 
 
-def test_version_numbers_continue_across_rename_and_delete_and_revert(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_version_numbers_continue_across_rename_and_delete_and_revert(svc: Any) -> None:
     first = create(svc, "/a.md", "v1")
     file_id = svc.read(OWNER, STORE, "/a.md").file_id
     svc.write(OWNER, STORE, "/a.md", "v2", if_match=first)  # 2
@@ -411,10 +586,11 @@ def test_version_numbers_continue_across_rename_and_delete_and_revert(svc: Memor
     ]
     assert history[3].old_path == "/a.md"
     assert svc.read(OWNER, STORE, "/b.md", version=1).content == "v1"
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
-def test_revert_file_restores_content_not_paths(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_revert_file_restores_content_not_paths(svc: Any) -> None:
     create(svc, "/a.md", "a")
     svc.rename(OWNER, STORE, "/a.md", "/b.md")
     svc.str_replace(OWNER, STORE, "/b.md", "a", "b")
@@ -429,10 +605,11 @@ def test_revert_file_restores_content_not_paths(svc: MemoryService) -> None:
     assert [(r.path, r.operation, r.version) for r in result.results] == [("/c.md", "created", 7)]
     assert svc.read(OWNER, STORE, "/c.md").content == "b"
     assert svc.ls(OWNER, STORE) == svc.ls(OWNER, STORE, "/c.md")
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
-def test_history_follows_a_file_across_renames(svc: MemoryService) -> None:
+@not_on(*MCP, reason=HISTORY)
+def test_history_follows_a_file_across_renames(svc: Any) -> None:
     create(svc, "/a.md", "x")
     svc.rename(OWNER, STORE, "/a.md", "/b.md")
     svc.rename(OWNER, STORE, "/b.md", "/c/d.md")
@@ -451,7 +628,8 @@ def test_history_follows_a_file_across_renames(svc: MemoryService) -> None:
         svc.file_history(OWNER, STORE, "/never.md")
 
 
-def test_history_filters(svc: MemoryService) -> None:
+@not_on(*MCP, reason=HISTORY)
+def test_history_filters(svc: Any) -> None:
     svc.write(AGENT, STORE, "/p/a.md", "a", if_absent=True, provenance=Provenance(session="s1"))
     time.sleep(0.01)
     middle = dt.datetime.now(dt.UTC)
@@ -461,7 +639,7 @@ def test_history_filters(svc: MemoryService) -> None:
     svc.rename(AGENT, STORE, "/p/a.md", "/r/a.md", provenance=Provenance(session="s3"))
     everything = svc.history(OWNER, STORE)
     assert [c.revision for c in everything] == [4, 3, 2, 1]
-    assert [c.actor for c in everything] == ["agent:x", "agent:y", "owner", "agent:x"]
+    assert [c.actor for c in everything] == ["agent:x", "agent:y", actor_id(svc, OWNER), "agent:x"]
     assert [c.revision for c in svc.history(OWNER, STORE, actor="agent:x")] == [4, 1]
     assert [c.revision for c in svc.history(OWNER, STORE, actor="agent:nobody")] == []
     assert [c.revision for c in svc.history(OWNER, STORE, session="s1")] == [3, 1]
@@ -474,7 +652,6 @@ def test_history_filters(svc: MemoryService) -> None:
     assert [c.revision for c in svc.history(OWNER, STORE, prefix="/")] == [4, 3, 2, 1]
     assert [c.revision for c in svc.history(OWNER, STORE, since=middle)] == [4, 3, 2]
     assert [c.revision for c in svc.history(OWNER, STORE, until=middle)] == [1]
-    assert [c.revision for c in svc.history(OWNER, STORE, before_revision=3)] == [2, 1]
     assert [c.revision for c in svc.history(OWNER, STORE, limit=2)] == [4, 3]
     [rename] = svc.history(OWNER, STORE, prefix="/r")
     [change] = rename.changes
@@ -486,7 +663,16 @@ def test_history_filters(svc: MemoryService) -> None:
     )
 
 
-def test_history_time_filters_respect_time_zones(svc: MemoryService) -> None:
+@not_on("asgi", "sdk", *MCP, reason="HTTP pages commits by an opaque cursor, not a revision")
+def test_history_before_a_revision(svc: Any) -> None:
+    for name in "abcd":
+        create(svc, f"/{name}.md", name)
+    assert [c.revision for c in svc.history(OWNER, STORE, before_revision=3)] == [2, 1]
+    assert [c.revision for c in svc.history(OWNER, STORE, before_revision=1)] == []
+
+
+@not_on(*MCP, reason=HISTORY)
+def test_history_time_filters_respect_time_zones(svc: Any) -> None:
     create(svc, "/a.md", "a")
     time.sleep(0.01)
     middle = dt.datetime.now(dt.UTC)
@@ -498,7 +684,8 @@ def test_history_time_filters_respect_time_zones(svc: MemoryService) -> None:
         assert [c.revision for c in svc.history(OWNER, STORE, until=local)] == [1], zone
 
 
-def test_diff(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_diff(svc: Any) -> None:
     first = create(svc, "/a.md", "one\ntwo\nthree\n")
     svc.write(OWNER, STORE, "/a.md", "one\n2\nthree\n", if_match=first)
     svc.rename(OWNER, STORE, "/a.md", "/b.md")
@@ -522,7 +709,8 @@ def test_diff(svc: MemoryService) -> None:
 # --- reverts ---------------------------------------------------------------------------------
 
 
-def test_revert_file(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_revert_file(svc: Any) -> None:
     first = create(svc, "/a.md", "good")
     svc.write(OWNER, STORE, "/a.md", "bad", if_match=first)
     result = svc.revert_file(AGENT, STORE, "/a.md", 1, Provenance(reason="undo"))
@@ -531,7 +719,7 @@ def test_revert_file(svc: MemoryService) -> None:
     assert svc.read(OWNER, STORE, "/a.md").content == "good"
     [info] = svc.history(OWNER, STORE, limit=1)
     assert (info.actor, info.reason) == ("agent:x", "undo")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(InvalidInput):  # already that content: nothing to commit
         svc.revert_file(OWNER, STORE, "/a.md", 1)
     with pytest.raises(NotFound) as info_nf:
@@ -539,15 +727,16 @@ def test_revert_file(svc: MemoryService) -> None:
     assert info_nf.value.details["version"] == 7
     with pytest.raises(NotFound):
         svc.revert_file(OWNER, STORE, "/nothing.md", 1)
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_revert_file_refuses_a_taken_path(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_revert_file_refuses_a_taken_path(svc: Any) -> None:
     create(svc, "/a.md", "a")
     svc.rename(OWNER, STORE, "/a.md", "/b.md")
     svc.delete(OWNER, STORE, "/b.md")
     create(svc, "/b.md", "squatter")
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(PathConflict):  # the old file would come back at /b.md
         svc.revert_file(OWNER, STORE, "/a.md", 1)
     create(svc, "/d/x.md", "x")
@@ -555,10 +744,11 @@ def test_revert_file_refuses_a_taken_path(svc: MemoryService) -> None:
     create(svc, "/d", "now a file")
     with pytest.raises(PathConflict):  # /d is a file, so /d/x.md cannot be
         svc.revert_file(OWNER, STORE, "/d/x.md", 1)
-    assert snapshot(svc).files == {**before.files, "/d": snapshot(svc).files["/d"]}
+    assert snapshot(direct(svc)).files == {**before.files, "/d": snapshot(direct(svc)).files["/d"]}
 
 
-def test_revert_commit(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_revert_commit(svc: Any) -> None:
     keep = create(svc, "/keep.md", "keep v1\n")
     create(svc, "/old.md", "to be moved\n")
     create(svc, "/gone.md", "to be deleted\n")
@@ -573,7 +763,7 @@ def test_revert_commit(svc: MemoryService) -> None:
             Write("/keep.md", "keep v2\n", if_match=keep),
         ],
     )
-    before_revert = snapshot(svc)
+    before_revert = snapshot(direct(svc))
     result = svc.revert_commit(OWNER, STORE, change.commit[:8])
     assert result.revision == before_revert.revision + 1
     state = {f.path: (f.content, f.file_id) for f in svc.iter_files(OWNER, STORE)}
@@ -588,7 +778,7 @@ def test_revert_commit(svc: MemoryService) -> None:
         ("/gone.md", "created", 3),
         ("/keep.md", "modified", 3),
     }
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
     # reverting the revert re-applies the change
     svc.revert_commit(OWNER, STORE, result.commit)
     assert {f.path for f in svc.iter_files(OWNER, STORE)} == {
@@ -597,18 +787,19 @@ def test_revert_commit(svc: MemoryService) -> None:
         "/new.md",
     }
     assert svc.read(OWNER, STORE, "/keep.md").content == "keep v2\n"
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
-def test_revert_commit_is_refused_when_a_file_changed_since(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_revert_commit_is_refused_when_a_file_changed_since(svc: Any) -> None:
     first = create(svc, "/a.md", "1")
     change = svc.write(OWNER, STORE, "/a.md", "2", if_match=first)
     svc.write(OWNER, STORE, "/a.md", "3", if_match=sha("2"))
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(Conflict) as info:
         svc.revert_commit(OWNER, STORE, change.commit)
     assert info.value.details["path"] == "/a.md"
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
     # a deleted-then-recreated file also counts as changed
     made = svc.write(OWNER, STORE, "/b.md", "b", if_absent=True)
     svc.delete(OWNER, STORE, "/b.md")
@@ -620,28 +811,30 @@ def test_revert_commit_is_refused_when_a_file_changed_since(svc: MemoryService) 
         svc.revert_commit(OWNER, STORE, gone.commit)
 
 
-def test_revert_commit_ids(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_revert_commit_ids(svc: Any) -> None:
     create(svc, "/a.md", "a")
     with pytest.raises(NotFound) as info:
         svc.revert_commit(OWNER, STORE, "ffffffffffff")
     assert "ffffffffffff" in info.value.message
     with pytest.raises(InvalidInput):
         svc.revert_commit(OWNER, STORE, "abc")
-    assert snapshot(svc).revision == 1
+    assert snapshot(direct(svc)).revision == 1
 
 
 # --- redaction -------------------------------------------------------------------------------
 
 
-def _blob_exists(svc: MemoryService, digest: str) -> bool:
-    with svc.db.read() as repo:
+def _blob_exists(svc: Any, digest: str) -> bool:
+    with direct(svc).db.read() as repo:
         return (
             repo.conn.execute(sa.select(blobs.c.sha256).where(blobs.c.sha256 == digest)).first()
             is not None
         )
 
 
-def test_redaction(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_redaction(svc: Any) -> None:
     secret = "token=hunter2 zebrasecret\n"
     leaked = create(svc, "/a.md", secret)
     svc.write(OWNER, STORE, "/a.md", "clean\n", if_match=leaked)
@@ -652,7 +845,7 @@ def test_redaction(svc: MemoryService) -> None:
     with pytest.raises(Conflict):  # the current version itself
         svc.redact(OWNER, STORE, "/b.md", 1)
     svc.write(OWNER, STORE, "/b.md", "also clean\n", if_match=leaked)
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     plan = svc.redact(OWNER, STORE, "/a.md", 1, dry_run=True)
     assert not plan.done and plan.sha256 == leaked
     assert [(v.path, v.version) for v in plan.versions] == [("/a.md", 1), ("/b.md", 1)]
@@ -662,7 +855,7 @@ def test_redaction(svc: MemoryService) -> None:
         ("/a.md", 1),
         ("/b.md", 1),
     ]
-    assert snapshot(svc) == before  # no commit, no revision
+    assert snapshot(direct(svc)) == before  # no commit, no revision
     for path in ("/a.md", "/b.md"):
         with pytest.raises(NotFound):
             svc.read(OWNER, STORE, path, version=1)
@@ -671,7 +864,7 @@ def test_redaction(svc: MemoryService) -> None:
         with pytest.raises(NotFound):
             svc.revert_file(OWNER, STORE, path, 1)
         [v2, v1] = svc.file_history(OWNER, STORE, path)
-        assert (v1.redacted, v1.sha256, v1.actor) == (True, None, "owner")
+        assert (v1.redacted, v1.sha256, v1.actor) == (True, None, actor_id(svc, OWNER))
         assert (v2.redacted, v2.sha256) == (False, svc.read(OWNER, STORE, path).sha256)
     assert not _blob_exists(svc, leaked)
     assert svc.search(OWNER, STORE, "zebrasecret") == []
@@ -680,10 +873,11 @@ def test_redaction(svc: MemoryService) -> None:
         svc.redact(OWNER, STORE, "/a.md", 1)
     with pytest.raises(NotFound):
         svc.redact(OWNER, STORE, "/a.md", 5)
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
-def test_redaction_of_a_deleted_files_last_content(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_redaction_of_a_deleted_files_last_content(svc: Any) -> None:
     create(svc, "/a.md", "personal data\n")
     svc.delete(OWNER, STORE, "/a.md")
     with pytest.raises(Conflict):  # the deletion version has no content
@@ -696,13 +890,14 @@ def test_redaction_of_a_deleted_files_last_content(svc: MemoryService) -> None:
     # the same content written again is a new, readable version
     create(svc, "/a.md", "personal data\n")
     assert svc.read(OWNER, STORE, "/a.md").content == "personal data\n"
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
 # --- idempotency -----------------------------------------------------------------------------
 
 
-def test_idempotent_retry_returns_the_first_result(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_PROVENANCE)
+def test_idempotent_retry_returns_the_first_result(svc: Any) -> None:
     key = Provenance(idempotency_key="k-1", reason="first")
     first = svc.write(OWNER, STORE, "/a.md", "one", if_absent=True, provenance=key)
     again = svc.write(OWNER, STORE, "/a.md", "one", if_absent=True, provenance=key)
@@ -721,13 +916,14 @@ def test_idempotent_retry_returns_the_first_result(svc: MemoryService) -> None:
     replay = svc.commit(OWNER, STORE, ops, Provenance(idempotency_key="k-2"))
     assert replay.replayed and dataclasses.replace(replay, replayed=False) == made
     assert svc.store_info(OWNER, STORE).revision == 3
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
 
 
-def test_idempotency_key_reused_for_another_request(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_PROVENANCE)
+def test_idempotency_key_reused_for_another_request(svc: Any) -> None:
     key = Provenance(idempotency_key="k")
     svc.write(OWNER, STORE, "/a.md", "one", if_absent=True, provenance=key)
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     with pytest.raises(IdempotencyMismatch) as info:
         svc.write(OWNER, STORE, "/a.md", "other", if_absent=True, provenance=key)
     assert "'k'" in info.value.message
@@ -735,10 +931,11 @@ def test_idempotency_key_reused_for_another_request(svc: MemoryService) -> None:
         svc.write(OWNER, STORE, "/b.md", "one", if_absent=True, provenance=key)
     with pytest.raises(IdempotencyMismatch):
         svc.delete(OWNER, STORE, "/a.md", provenance=key)
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
 
 
-def test_idempotency_keys_are_scoped_by_principal_and_store(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_PROVENANCE)
+def test_idempotency_keys_are_scoped_by_principal_and_store(svc: Any) -> None:
     key = Provenance(idempotency_key="shared")
     first = svc.write(AGENT, STORE, "/a.md", "one", if_absent=True, provenance=key)
     mine = svc.write(OTHER, STORE, "/b.md", "two", if_absent=True, provenance=key)
@@ -752,7 +949,8 @@ def test_idempotency_keys_are_scoped_by_principal_and_store(svc: MemoryService) 
     assert svc.store_info(OWNER, STORE).revision == 2
 
 
-def test_a_failed_attempt_does_not_consume_the_key(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_PROVENANCE)
+def test_a_failed_attempt_does_not_consume_the_key(svc: Any) -> None:
     create(svc, "/a.md", "a")
     key = Provenance(idempotency_key="retry-me")
     with pytest.raises(PreconditionFailed):
@@ -764,7 +962,8 @@ def test_a_failed_attempt_does_not_consume_the_key(svc: MemoryService) -> None:
 # --- grep ------------------------------------------------------------------------------------
 
 
-def test_grep(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_LISTS)
+def test_grep(svc: Any) -> None:
     create(svc, "/p/a.md", "one\nTODO: first\nthree\nfour\ntodo second\n")
     create(svc, "/p/b.md", "nothing here\n")
     create(svc, "/q/c.md", "TODO elsewhere\n")
@@ -791,7 +990,7 @@ def test_grep(svc: MemoryService) -> None:
 
 
 @pytest.fixture
-def corpus(svc: MemoryService) -> MemoryService:
+def corpus(svc: Any) -> Any:
     docs = {
         "/kb/all.md": "Deploying the kubernetes cluster needs a helm chart and a rollout.\n",
         "/kb/two.md": "The kubernetes cluster is managed by the platform team.\n",
@@ -807,7 +1006,8 @@ def corpus(svc: MemoryService) -> MemoryService:
     return svc
 
 
-def test_search_ranks_documents_matching_more_terms_first(corpus: MemoryService) -> None:
+@not_on(*MCP, reason=SEARCH_SHA)
+def test_search_ranks_documents_matching_more_terms_first(corpus: Any) -> None:
     hits = corpus.search(OWNER, STORE, "kubernetes cluster helm")
     paths = [h.path for h in hits]
     assert paths[0] == "/kb/all.md"
@@ -820,19 +1020,19 @@ def test_search_ranks_documents_matching_more_terms_first(corpus: MemoryService)
     assert top.version == 1 and top.snippet
 
 
-def test_search_stems(corpus: MemoryService) -> None:
+def test_search_stems(corpus: Any) -> None:
     assert "/kb/run.md" in [h.path for h in corpus.search(OWNER, STORE, "run")]
     assert "/kb/all.md" in [h.path for h in corpus.search(OWNER, STORE, "deploy")]
     assert "/kb/two.md" in [h.path for h in corpus.search(OWNER, STORE, "manage")]
 
 
-def test_search_ignores_stop_words(corpus: MemoryService) -> None:
+def test_search_ignores_stop_words(corpus: Any) -> None:
     paths = [h.path for h in corpus.search(OWNER, STORE, "the grapes")]
     assert paths == ["/kb/one.md"]
     assert corpus.search(OWNER, STORE, "what is the") is not None  # only stop words: no error
 
 
-def test_search_phrase_and_prefix(corpus: MemoryService) -> None:
+def test_search_phrase_and_prefix(corpus: Any) -> None:
     assert [h.path for h in corpus.search(OWNER, STORE, '"red apple"')] == ["/kb/phrase.md"]
     assert {h.path for h in corpus.search(OWNER, STORE, "apple red")} == {
         "/kb/phrase.md",
@@ -846,7 +1046,7 @@ def test_search_phrase_and_prefix(corpus: MemoryService) -> None:
     assert corpus.search(OWNER, STORE, "zzzqqq*") == []
 
 
-def test_search_path_prefix_and_limit(corpus: MemoryService) -> None:
+def test_search_path_prefix_and_limit(corpus: Any) -> None:
     assert [h.path for h in corpus.search(OWNER, STORE, "kubernetes", prefix="/other")] == [
         "/other/ops.md"
     ]
@@ -908,9 +1108,13 @@ HOSTILE_QUERIES = [
 ]
 
 
-def test_hostile_queries_do_not_raise(corpus: MemoryService) -> None:
+def test_hostile_queries_do_not_raise(corpus: Any) -> None:
     failures: dict[str, str] = {}
     for query in HOSTILE_QUERIES:
+        if "\x00" in query and getattr(corpus, "name", None) in ("asgi", "sdk"):
+            with pytest.raises(InvalidInput):  # HTTP refuses NUL in any query parameter
+                corpus.search(OWNER, STORE, query)
+            continue
         try:
             hits = corpus.search(OWNER, STORE, query)
             assert all(h.path.startswith("/") for h in hits)
@@ -919,39 +1123,41 @@ def test_hostile_queries_do_not_raise(corpus: MemoryService) -> None:
         for prefix in ("/kb", "/kb/"):
             corpus.search(OWNER, STORE, query, prefix=prefix, limit=3)
     assert not failures
-    assert_consistent(corpus)  # and a failed query left no broken transaction behind
+    assert_consistent(direct(corpus))  # and a failed query left no broken transaction behind
 
 
-def test_hostile_query_words_still_match(corpus: MemoryService) -> None:
+def test_hostile_query_words_still_match(corpus: Any) -> None:
     assert "/kb/two.md" in [h.path for h in corpus.search(OWNER, STORE, "kubernetes AND (")]
     assert "/kb/all.md" in [h.path for h in corpus.search(OWNER, STORE, "helm:chart")]
     assert "/kb/all.md" in [h.path for h in corpus.search(OWNER, STORE, '"helm chart')]
 
 
-def test_search_index_follows_every_change(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_COMMIT_TOOL)
+def test_search_index_follows_every_change(svc: Any) -> None:
     first = create(svc, "/a.md", "original walrus\n")
     create(svc, "/b.md", "bystander\n")
-    assert indexed(svc) == live_heads(svc)
+    assert indexed(direct(svc)) == live_heads(direct(svc))
     svc.write(OWNER, STORE, "/a.md", "changed narwhal\n", if_match=first)
     assert svc.search(OWNER, STORE, "walrus") == []
     assert [h.path for h in svc.search(OWNER, STORE, "narwhal")] == ["/a.md"]
-    assert indexed(svc) == live_heads(svc)
+    assert indexed(direct(svc)) == live_heads(direct(svc))
     svc.str_replace(OWNER, STORE, "/a.md", "narwhal", "dolphin")
     assert svc.search(OWNER, STORE, "narwhal") == []
     svc.rename(OWNER, STORE, "/a.md", "/sea/a.md")
     [hit] = svc.search(OWNER, STORE, "dolphin")
     assert (hit.path, hit.version) == ("/sea/a.md", 4)
-    assert indexed(svc) == live_heads(svc)
+    assert indexed(direct(svc)) == live_heads(direct(svc))
     svc.delete(OWNER, STORE, "/sea/a.md")
     assert svc.search(OWNER, STORE, "dolphin") == []
-    assert indexed(svc) == live_heads(svc)
+    assert indexed(direct(svc)) == live_heads(direct(svc))
     svc.revert_file(OWNER, STORE, "/sea/a.md", 1)
     assert [h.path for h in svc.search(OWNER, STORE, "walrus")] == ["/sea/a.md"]
-    assert indexed(svc) == live_heads(svc)
-    assert_consistent(svc)
+    assert indexed(direct(svc)) == live_heads(direct(svc))
+    assert_consistent(direct(svc))
 
 
-def test_search_is_scoped_to_the_store(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_OTHER_STORES)
+def test_search_is_scoped_to_the_store(svc: Any) -> None:
     svc.create_store(OWNER, "other")
     create(svc, "/a.md", "platypus here\n")
     create(svc, "/a.md", "platypus there\n", store="other")
@@ -964,7 +1170,7 @@ def test_search_is_scoped_to_the_store(svc: MemoryService) -> None:
 
 
 @pytest.fixture
-def tree(svc: MemoryService) -> MemoryService:
+def tree(svc: Any) -> Any:
     for path in [
         "/README.md",
         "/org/rules.md",
@@ -979,7 +1185,8 @@ def tree(svc: MemoryService) -> MemoryService:
     return svc
 
 
-def test_ls(tree: MemoryService) -> None:
+@not_on(*MCP, reason=NO_LISTS)
+def test_ls(tree: Any) -> None:
     top = tree.ls(OWNER, STORE)
     assert [(e.path, e.kind, e.files) for e in top] == [
         ("/README.md", "file", 0),
@@ -1014,12 +1221,14 @@ def test_ls(tree: MemoryService) -> None:
         tree.ls(OWNER, STORE, "/proj")
 
 
-def test_ls_of_an_empty_store(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_LISTS)
+def test_ls_of_an_empty_store(svc: Any) -> None:
     assert svc.ls(OWNER, STORE) == []
     assert svc.ls(OWNER, STORE, depth=None) == []
 
 
-def test_glob(tree: MemoryService) -> None:
+@not_on(*MCP, reason=NO_LISTS)
+def test_glob(tree: Any) -> None:
     assert tree.glob(OWNER, STORE, "/*.md") == ["/README.md"]
     assert tree.glob(OWNER, STORE, "/org/*") == ["/org/rules.md"]
     assert tree.glob(OWNER, STORE, "/org/**") == [
@@ -1042,13 +1251,14 @@ def test_glob(tree: MemoryService) -> None:
 # --- stores ----------------------------------------------------------------------------------
 
 
-def test_archived_store_refuses_writes_but_reads_work(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_OTHER_STORES)
+def test_archived_store_refuses_writes_but_reads_work(svc: Any) -> None:
     first = create(svc, "/a.md", "searchable archive words\n")
     svc.write(OWNER, STORE, "/a.md", "searchable archive words\nmore\n", if_match=first)
     info = svc.archive_store(OWNER, STORE)
     assert info.archived_at is not None
     assert svc.archive_store(OWNER, STORE).archived_at == info.archived_at
-    before = snapshot(svc)
+    before = snapshot(direct(svc))
     current = sha("searchable archive words\nmore\n")
     attempts = [
         lambda: svc.write(OWNER, STORE, "/b.md", "x", if_absent=True),
@@ -1064,7 +1274,7 @@ def test_archived_store_refuses_writes_but_reads_work(svc: MemoryService) -> Non
         with pytest.raises(Forbidden) as exc:
             attempt()
         assert STORE in exc.value.message
-    assert snapshot(svc) == before
+    assert snapshot(direct(svc)) == before
     assert svc.read(OWNER, STORE, "/a.md").version == 2
     assert svc.read(OWNER, STORE, "/a.md", version=1).content == "searchable archive words\n"
     assert [e.path for e in svc.ls(OWNER, STORE)] == ["/a.md"]
@@ -1077,7 +1287,8 @@ def test_archived_store_refuses_writes_but_reads_work(svc: MemoryService) -> Non
     assert listed.archived_at is not None
 
 
-def test_stores(svc: MemoryService) -> None:
+@not_on(*MCP, reason=NO_OTHER_STORES)
+def test_stores(svc: Any) -> None:
     svc.create_store(OWNER, "b-store")
     svc.create_store(OWNER, "a.store")
     with pytest.raises(Conflict):
@@ -1104,9 +1315,9 @@ def test_stores(svc: MemoryService) -> None:
         with pytest.raises(NotFound):
             call()
     assert [h.path for h in svc.search(OWNER, STORE, "shared")] == ["/a.md"]
-    with svc.db.read() as repo:
+    with direct(svc).db.read() as repo:
         assert {p for _, p in repo.dialect.indexed_files(repo.conn)} == {"/a.md"}
-    assert_consistent(svc)
+    assert_consistent(direct(svc))
     # the name can be used again, starting from nothing
     svc.create_store(OWNER, "b-store")
     assert svc.store_info(OWNER, "b-store").revision == 0
@@ -1116,7 +1327,7 @@ def test_stores(svc: MemoryService) -> None:
 # --- content ---------------------------------------------------------------------------------
 
 
-def test_frontmatter_is_kept_verbatim(svc: MemoryService) -> None:
+def test_frontmatter_is_kept_verbatim(svc: Any) -> None:
     content = (
         "---\n"
         "description:   Deploy rules   # a comment\n"
@@ -1140,7 +1351,8 @@ def test_frontmatter_is_kept_verbatim(svc: MemoryService) -> None:
     assert svc.read(OWNER, STORE, "/rule.md").content == not_frontmatter
 
 
-def test_file_id_is_stable_across_rename_and_revert(svc: MemoryService) -> None:
+@not_on(*MCP, reason=VIEW)
+def test_file_id_is_stable_across_rename_and_revert(svc: Any) -> None:
     create(svc, "/a.md", "x")
     file_id = svc.read(OWNER, STORE, "/a.md").file_id
     svc.rename(OWNER, STORE, "/a.md", "/b/c.md")
@@ -1154,7 +1366,8 @@ def test_file_id_is_stable_across_rename_and_revert(svc: MemoryService) -> None:
     assert svc.ls(OWNER, STORE) == [svc.ls(OWNER, STORE, "/a.md")[0]]
 
 
-def test_reads_of_unknown_things(svc: MemoryService) -> None:
+@not_on(*MCP, reason=VIEW)
+def test_reads_of_unknown_things(svc: Any) -> None:
     create(svc, "/a.md", "a")
     with pytest.raises(NotFound):
         svc.read(OWNER, STORE, "/b.md")

@@ -186,6 +186,7 @@ class MemoryService(
         reason = None
         for op in operations:
             for path in operation_paths(op):
+                validate_path(path)  # a bad path is invalid input, not a path without rights
                 if access.allowed("write", path):
                     if reason is None and self._protected(
                         writer.repo, writer.store_id, access, path

@@ -116,7 +116,9 @@ class StrReplaceBody(ProvenanceFields):
 
 
 class InsertBody(ProvenanceFields):
-    line: int = Field(ge=0, description="Insert after this line (0 = at the top).")
+    # No bound here: a line outside 0..line count is the service's edit_conflict (409), the
+    # same answer every surface gives, not a request-shape error.
+    line: int = Field(description="Insert after this line (0 = at the top).")
     text: Text = Field(description="Text to insert as its own line(s).")
     if_match: Sha256 = None
 
@@ -165,7 +167,7 @@ class StrReplaceOp(_Op):
 
 class InsertOp(_Op):
     op: Literal["insert"]
-    line: int = Field(ge=0)
+    line: int  # outside 0..line count: the service's edit_conflict, as on every surface
     text: Text
     if_match: Sha256 = None
 

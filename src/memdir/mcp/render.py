@@ -11,6 +11,8 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from typing import Any
 
+from memdir.core.errors import MemdirError
+
 __all__ = [
     "MAX_LINES",
     "Refusal",
@@ -41,11 +43,16 @@ _WIDTH = len(str(MAX_LINES))
 
 
 class Refusal(Exception):
-    """A tool call that fails with exactly this text (an ``isError`` result)."""
+    """A tool call that fails with exactly this text (an ``isError`` result).
 
-    def __init__(self, text: str) -> None:
+    ``cause``: the memdir error the text stands for, when there is one (its type and details
+    go into the result's ``_meta``).
+    """
+
+    def __init__(self, text: str, cause: MemdirError | None = None) -> None:
         super().__init__(text)
         self.text = text
+        self.cause = cause
 
 
 # --- results ------------------------------------------------------------------------------

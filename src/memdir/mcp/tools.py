@@ -6,6 +6,12 @@ for a directory or the snippet of an edit) and returns text. Errors become ``isE
 with one actionable line: the reference memory tool's wording where it has one, else the
 memdir error's message; :class:`~memdir.core.errors.Proposed` is not an error but a result
 saying the change awaits review.
+
+An error result carries, beside its line of text, ``_meta["memdir/error"]``: the error's
+``type`` and details as in the REST envelope (``current_sha256``, ``lines``, ...), so a program
+driving the tools can tell the error classes apart without reading the text. A
+:class:`~memdir.mcp.render.Refusal` worded as the reference tool words it carries the memdir
+error it stands for.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from pydantic import Field
 
 from memdir.core.errors import (
     EditConflict,
+    InvalidInput,
     MemdirError,
     NotFound,
     PathConflict,
@@ -71,6 +78,31 @@ def _text(text: str, *, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
+def _error(text: str, cause: MemdirError | None) -> CallToolResult:
+    """An error result: the one line, and the error's type and details in ``_meta``."""
+    result = _text(text, error=True)
+    if cause is not None:
+        described = {k: v for k, v in cause.to_dict().items() if k != "message"}
+        result.meta = {"memdir/error": _jsonable(described)}
+    return result
+
+
+def _in_range(name: str, value: int, most: int) -> None:
+    """Bounds checked here, not in the schema: the SDK's schema errors span several lines."""
+    if not 1 <= value <= most:
+        raise InvalidInput(f"{name} must be from 1 to {most}, received {value}", **{name: value})
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list | tuple | set | frozenset):
+        return [_jsonable(v) for v in value]
+    if isinstance(value, str | int | float | bool) or value is None:
+        return value
+    return str(value)
+
+
 class MemoryTools:
     """The tool handlers over one service, one store and one namespace."""
 
@@ -93,19 +125,19 @@ class MemoryTools:
         try:
             return _text(action(self.principal_for(ctx)))
         except Refusal as refusal:
-            return _text(refusal.text, error=True)
+            return _error(refusal.text, refusal.cause)
         except Proposed as error:
             return _text(render.proposed(error.details["proposal"], error.details.get("reason")))
         except PreconditionFailed as error:
             expected = error.details.get("expected_sha256")
             current = error.details.get("current_sha256")
-            return _text(render.precondition_failed(path, expected, current), error=True)
+            return _error(render.precondition_failed(path, expected, current), error)
         except ScreeningRefused as error:
             findings = error.details.get("findings") or []
-            return _text(render.screening_refused(error.message, findings), error=True)
+            return _error(render.screening_refused(error.message, findings), error)
         except MemdirError as error:
             _log.info("tool call on %s failed: %s", path, error.type)
-            return _text(error.message, error=True)
+            return _error(error.message, error)
 
     def _resolve(self, path: str) -> Resolved:
         return self.ns.resolve(path)
@@ -181,7 +213,7 @@ class MemoryTools:
             except PreconditionFailed as error:
                 if if_match is None:
                     raise Refusal(
-                        render.already_exists(path, error.details.get("current_sha256"))
+                        render.already_exists(path, error.details.get("current_sha256")), error
                     ) from None
                 raise
             return render.created(path) if if_match is None else render.overwritten(path)
@@ -206,16 +238,16 @@ class MemoryTools:
                 )
             except NotFound as error:
                 if self._is_missing(error, target.store_path):
-                    raise Refusal(render.not_found(path)) from None
+                    raise Refusal(render.not_found(path), error) from None
                 raise
             except EditConflict as error:
                 if old_str == "":
                     raise
                 if "lines" in error.details:
                     raise Refusal(
-                        render.multiple_occurrences(old_str, error.details["lines"])
+                        render.multiple_occurrences(old_str, error.details["lines"]), error
                     ) from None
-                raise Refusal(render.no_match(old_str, path)) from None
+                raise Refusal(render.no_match(old_str, path), error) from None
             version = result.results[0].version
             return self._replaced(principal, target.store_path, version, old_str, new_str)
 
@@ -258,12 +290,12 @@ class MemoryTools:
                 )
             except NotFound as error:
                 if self._is_missing(error, target.store_path):
-                    raise Refusal(render.not_found(path)) from None
+                    raise Refusal(render.not_found(path), error) from None
                 raise
             except EditConflict as error:
                 if "line" in error.details and "lines" in error.details:
                     count = int(error.details["lines"])
-                    raise Refusal(render.insert_out_of_range(insert_line, count)) from None
+                    raise Refusal(render.insert_out_of_range(insert_line, count), error) from None
                 raise
             return render.edited(path)
 
@@ -312,7 +344,7 @@ class MemoryTools:
                 if error.details.get("new_path") == target.store_path or (
                     error.details.get("path") == target.store_path and "holds" in error.details
                 ):
-                    raise Refusal(render.destination_exists(new_path)) from None
+                    raise Refusal(render.destination_exists(new_path), error) from None
                 raise
             return self._rename_directory(principal, old_path, new_path, source, target, if_match)
 
@@ -358,9 +390,10 @@ class MemoryTools:
             Field(description='Words to look for; "exact phrases" and prefix* work.'),
         ],
         prefix: Annotated[str, Field(description="Only files under this directory.")] = "/",
-        limit: Annotated[int, Field(description="Most results to return.", ge=1, le=100)] = 10,
+        limit: Annotated[int, Field(description="Most results to return (1-100).")] = 10,
     ) -> CallToolResult:
         def run(principal: Principal) -> str:
+            _in_range("limit", limit, 100)
             where = self._resolve(prefix)
             hits = self.service.search(
                 principal, self.store, query, prefix=where.store_path, limit=limit
@@ -413,9 +446,10 @@ class MemoryTools:
             str | None,
             Field(description="A file: its versions. Omitted: the latest changes to memory."),
         ] = None,
-        limit: Annotated[int, Field(description="Most entries to return.", ge=1, le=200)] = 20,
+        limit: Annotated[int, Field(description="Most entries to return (1-200).")] = 20,
     ) -> CallToolResult:
         def run(principal: Principal) -> str:
+            _in_range("limit", limit, 200)
             if path is not None:
                 return self._file_history(principal, path, limit)
             root = None if self.ns.root == "/" else self.ns.root
@@ -447,7 +481,7 @@ class MemoryTools:
             )
         except NotFound as error:
             if self._is_missing(error, target.store_path):
-                raise Refusal(render.not_found(path)) from None
+                raise Refusal(render.not_found(path), error) from None
             raise
         lines = [f"History of {path}, newest first:"]
         for v in versions:

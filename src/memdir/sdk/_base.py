@@ -44,7 +44,7 @@ from memdir.history import RedactionPlan
 from memdir.principals import PrincipalInfo, TokenInfo
 from memdir.proposals import Proposal
 from memdir.sdk._local import LOCAL_URL, LocalApp, open_local
-from memdir.sdk._wire import Call, Plan, Sleep, backoff, from_json, single
+from memdir.sdk._wire import Call, Plan, Sleep, backoff, from_json, single, whole_seconds
 from memdir.settings import Settings
 from memdir.transcripts.model import ImportReport, TranscriptInfo, TranscriptView
 
@@ -83,12 +83,6 @@ def _none(response: httpx.Response) -> None:
 
 
 _commit = _parser(CommitResult)
-
-
-def _seconds(value: float | dt.timedelta | None) -> int | None:
-    if isinstance(value, dt.timedelta):
-        return max(1, round(value.total_seconds()))
-    return None if value is None else max(1, round(value))
 
 
 class _BaseClient:
@@ -489,6 +483,8 @@ class _BaseClient:
         self, query: str, *, prefix: str = "/", limit: int = 10, store: str | None = None
     ) -> Plan[list[SearchHit]]:
         """Ranked full-text search over readable current content, best first."""
+        if limit < 1:  # as the service says: an empty page is no answer to a bad limit
+            raise InvalidInput(f"limit must be at least 1, received {limit}")
         params = {"q": query, "prefix": prefix}
         return self._pages(self._store_url(store, "/search"), SearchHit, params, limit, 100)
 
@@ -753,7 +749,7 @@ class _BaseClient:
         """A token for ``principal``, narrowed to ``paths`` and ``actions``; the secret is in
         ``TokenInfo.token`` of this result only (admins)."""
         body = {"principal": principal, "name": name, "paths": list(paths),
-                "actions": list(actions), "expires_in": _seconds(expires_in)}  # fmt: skip
+                "actions": list(actions), "expires_in": whole_seconds(expires_in)}  # fmt: skip
         request = self._request("POST", "/v1/tokens", json=body)
         return single(Call(request, _parser(TokenInfo), retry_safe=False))
 

@@ -39,6 +39,7 @@ __all__ = [
     "retry_delay",
     "single",
     "unreachable",
+    "whole_seconds",
 ]
 
 T = TypeVar("T")
@@ -258,3 +259,10 @@ def unreachable(base_url: str, error: httpx.TransportError) -> errors.BackendErr
         "running and the URL right?",
         url=base_url,
     )
+
+
+def whole_seconds(value: float | dt.timedelta | None) -> int | None:
+    """A duration as whole seconds for the wire (at least 1; None stays None)."""
+    if isinstance(value, dt.timedelta):
+        return max(1, round(value.total_seconds()))
+    return None if value is None else max(1, round(value))
