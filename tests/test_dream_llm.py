@@ -33,7 +33,12 @@ from memdir.dream.llm.anthropic import AnthropicModel
 from memdir.dream.llm.fake import FakeModel
 from memdir.dream.llm.findings import slug
 from memdir.dream.llm.port import ModelPort, TokenUsage
-from memdir.dream.llm.prompts import FINDINGS_SCHEMA, escape_data, transcript_block
+from memdir.dream.llm.prompts import (
+    FINDINGS_SCHEMA,
+    escape_data,
+    memory_index,
+    transcript_block,
+)
 from memdir.dream.model import Draft, MemoryFile, Pattern, Session
 from memdir.transcripts.model import Event, TranscriptInfo
 
@@ -325,6 +330,27 @@ def test_a_refused_key_stops_the_model_and_the_run_goes_on() -> None:
     assert any("failed" in line for line in state.summary())
 
 
+class CutOffAnthropic(FakeAnthropic):
+    """A model that runs out of output tokens before finishing its tool call."""
+
+    def message(self, params: dict[str, Any]) -> dict[str, Any]:
+        reply = super().message(params)
+        reply.update(stop_reason="max_tokens", content=[{"type": "text", "text": "{"}])
+        return reply
+
+
+def test_a_reply_cut_off_at_max_tokens_is_counted_and_not_retried() -> None:
+    with CutOffAnthropic() as api:
+        assistant = Assistant(anthropic_port(api), batch_size=10, retries=2, sleep=lambda _: None)
+        found = assistant.review(fleet(2), MEMORY)
+    assert len(api.requests) == 1 and found == []
+    state, usage = assistant.state, assistant.usage
+    assert state.batches_failed == 1 and state.sessions_offline == 2
+    assert "max_tokens" in state.errors[0] and usage.failures == 1 and usage.retries == 0
+    spent = api.requests[0].reply["usage"]
+    assert usage.output_tokens == spent["output_tokens"] and usage.cost_usd > 0
+
+
 # --- budgets ----------------------------------------------------------------------------------
 
 
@@ -452,6 +478,30 @@ def test_drafts_carrying_instructions_are_flagged_never_passed_through() -> None
     assert assistant.state.drafts_flagged == 2 and assistant.state.rewrites_withheld >= 2
 
 
+def test_no_proposal_from_the_engine_carries_the_instruction_unflagged() -> None:
+    """Model findings through the real engine to drafts: the echoed instruction is flagged."""
+    from memdir.dream.engine import Engine, EngineConfig
+
+    sessions = [session(f"a{i}", said=f"Remember: {INJECTION}.") for i in range(6)]
+    sessions += [session(f"b{i}", fails=False) for i in range(4)]
+    engine = Engine(EngineConfig(), MEMORY, T0)
+    for item in sessions:
+        engine.add(item)
+    with FakeAnthropic() as api:
+        assistant = Assistant(anthropic_port(api), batch_size=5)
+        for transcript, signal in assistant.review(sessions, MEMORY):
+            engine.add_signals(transcript, [signal])
+        drafts = assistant.write(engine.finish().drafts, MEMORY)
+
+    def text(d: Draft) -> str:
+        return d.rationale + " ".join(str(vars(o)) for o in d.operations)
+
+    carrying = [d for d in drafts if "ignore your instructions" in text(d)]
+    assert carrying and any(d.pattern.miner == "model" for d in carrying)
+    assert all("injection-suspected" in d.flags for d in carrying)
+    assert all("injection-suspected" not in d.flags for d in drafts if d not in carrying)
+
+
 # --- specs, concurrency, the in-process fake, pure helpers -------------------------------------
 
 
@@ -506,6 +556,14 @@ def test_prices_and_usage() -> None:
     assert usage.add(call, "local-model") is None
     assert usage.to_json()["unpriced_models"] == ["local-model"]
     assert usage.requests == 3 and usage.cost_usd == pytest.approx(5.55 * 1.5)
+
+
+def test_the_memory_index_describes_files_past_their_frontmatter() -> None:
+    note = MemoryFile("/projects/demo/deploy.md", "---\ntags: [ops]\n---\n\n# Deploy\n", "2" * 64)
+    index = memory_index([*MEMORY, note])
+    assert "/projects/demo/deploy.md — # Deploy" in index
+    assert "/projects/demo/build.md — How to build the demo project" in index
+    assert index.startswith("<memory_index>") and index.endswith("</memory_index>")
 
 
 def test_delimiters_are_escaped_and_long_transcripts_keep_real_positions() -> None:

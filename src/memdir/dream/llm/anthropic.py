@@ -154,12 +154,14 @@ class AnthropicModel:
                     custom_id=request.custom_id,
                     batched=batched,
                 )
+        stop = getattr(message, "stop_reason", None)
+        # Cut off at max_tokens, the same call would be cut off again: not worth a retry.
         raise ModelCallError(
-            f"{self.name} answered without calling {request.tool_name}"
-            f" (stop_reason {getattr(message, 'stop_reason', None)!r}); the call can be retried",
-            transient=True,
+            f"{self.name} answered without a complete {request.tool_name} call (stop_reason"
+            f" {stop!r}){'; raise max_tokens or lower batch_size' if stop == 'max_tokens' else ''}",
+            transient=stop != "max_tokens",
             usage=_usage(message.usage),
-            stop_reason=getattr(message, "stop_reason", None),
+            stop_reason=stop,
         )
 
     def _error(self, exc: Exception) -> ModelCallError:

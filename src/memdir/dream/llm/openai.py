@@ -167,11 +167,14 @@ class OpenAIModel:
                     data, _usage(completion.usage), str(completion.model or self.model),
                     custom_id=request.custom_id,
                 )  # fmt: skip
+        finish = getattr(choice, "finish_reason", None)
+        # Cut off at the token limit, the same call would be cut off again: not worth a retry.
         raise ModelCallError(
-            f"{self.name} answered without a JSON object for {request.tool_name}"
-            f" (finish_reason {getattr(choice, 'finish_reason', None)!r}); the call can be retried",
-            transient=True,
+            f"{self.name} answered without a JSON object for {request.tool_name} (finish_reason"
+            f" {finish!r}){'; raise max_tokens or lower batch_size' if finish == 'length' else ''}",
+            transient=finish != "length",
             usage=_usage(completion.usage),
+            finish_reason=finish,
         )
 
     def _error(self, exc: Exception) -> ModelCallError:

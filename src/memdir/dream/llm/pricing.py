@@ -66,7 +66,7 @@ PRICES: Final[dict[str, Price]] = {
     "claude-haiku-5-5": _anthropic(0.10, 0.50, cache_read=0.01),
     "claude-haiku-4-5": _anthropic(1.0, 5.0),
     "claude-3-5-haiku": _anthropic(0.8, 4.0),
-    "claude-3-haiku": _anthropic(0.25, 1.25),
+    "claude-3-haiku": Price(0.25, 1.25, 0.30, 0.03),
     "gpt-5-nano": Price(0.05, 0.40, 0.05, 0.005),
     "gpt-5-mini": Price(0.25, 2.0, 0.25, 0.025),
     "gpt-5": Price(1.25, 10.0, 1.25, 0.125),

@@ -249,13 +249,22 @@ def transcript_block(session: Session, *, limit: int = TRANSCRIPT_CHARS) -> str:
     return f"<transcript_data{header}>\n{body}\n</transcript_data>"
 
 
+def _first_line(content: str) -> str:
+    """The first non-blank line after any YAML frontmatter block."""
+    lines = content.splitlines()
+    if lines and lines[0].strip() == "---":
+        closing = next((i for i, ln in enumerate(lines[1:], 1) if ln.strip() == "---"), 0)
+        lines = lines[closing + 1 :]
+    return next((ln.strip() for ln in lines if ln.strip()), "")
+
+
 def memory_index(memory: Sequence[MemoryFile], *, limit: int = INDEX_FILES) -> str:
     """The memory files as ``path — description`` lines, delimited and escaped."""
     lines = []
     for item in sorted(memory, key=lambda m: m.path)[:limit]:
         description = item.frontmatter.get("description")
         if not isinstance(description, str) or not description.strip():
-            description = next((ln.strip() for ln in item.content.splitlines() if ln.strip()), "")
+            description = _first_line(item.content)
         lines.append(f"{item.path} — {_cut(description.strip(), 200)}")
     if len(memory) > limit:
         lines.append(f"(… {len(memory) - limit} more files not listed)")
