@@ -130,7 +130,16 @@ class AssistState:
 
 
 class Assistant:
-    """Model-assisted review and writing for one dream run (see the module docstring)."""
+    """Model-assisted review and writing for one dream run (see the module docstring).
+
+    ``instructions`` — the operator's steering text, in every prompt; ``budget`` — token and
+    dollar limits (unlimited by default); ``concurrency`` — calls in flight at most;
+    ``batch_size`` — transcripts per review call; ``use_batches`` — the provider batch API
+    (``None``: the backend decides by run size); ``max_tokens`` — output limit per call;
+    ``retries`` / ``backoff`` — the orchestrator's own retries of transient failures;
+    ``progress(done, total)`` — called as calls finish; ``sleep`` — how backoff waits.
+    One instance serves one run: ``usage`` and ``state`` accumulate across its calls.
+    """
 
     def __init__(
         self,
