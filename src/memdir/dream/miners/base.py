@@ -28,7 +28,12 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from memdir.core.errors import InvalidInput
-from memdir.dream.miners.failures import FailureRules, command_text, command_words
+from memdir.dream.miners.failures import (
+    FailureRules,
+    command_text,
+    command_words,
+    simple_commands,
+)
 from memdir.dream.miners.signature import normalise_command
 from memdir.dream.model import (
     MAX_EXCERPT_CHARS,
@@ -170,25 +175,74 @@ def _load_builtins() -> None:
 # --- helpers the built-in miners share ------------------------------------------------------
 
 
-@dataclass(frozen=True, slots=True)
 class Call:
     """A tool call with its result, judged by the failure rules.
 
     ``index``/``result_index`` are event positions; ``text`` is the call as one line (a shell
     command, or the input's canonical JSON); ``norm`` the same with ids, times and numbers
-    masked; ``words`` the command words of a shell call (``npm ci``), else the tool name.
+    masked (a mapping input as sorted ``key=value`` words, each value masked); ``words`` the
+    command words of a shell call (``npm ci``), else the tool name. ``text``, ``norm`` and
+    ``words`` are computed on first use: most calls never need them.
     """
 
-    index: int
-    name: str
-    input: Any
-    result_index: int | None
-    result: Event | None
-    failed: bool
-    shell: bool
-    text: str
-    norm: str
-    words: str
+    __slots__ = ("_commands", "_norm", "_text", "_words", "failed", "index", "input", "name",
+                 "result", "result_index", "shell")  # fmt: skip
+
+    def __init__(
+        self,
+        index: int,
+        name: str,
+        input: Any,
+        result_index: int | None,
+        result: Event | None,
+        failed: bool,
+        command: str | None,
+    ) -> None:
+        self.index = index
+        self.name = name
+        self.input = input
+        self.result_index = result_index
+        self.result = result
+        self.failed = failed
+        self.shell = command is not None
+        self._text = command
+        self._norm: str | None = None
+        self._words: str | None = None
+        self._commands: list[list[str]] | None = None
+
+    @property
+    def text(self) -> str:
+        if self._text is None:
+            self._text = _call_text(self.input)
+        return self._text
+
+    @property
+    def norm(self) -> str:
+        if self._norm is None:
+            if not self.shell and isinstance(self.input, dict):
+                self._norm = " ".join(
+                    f"{k}={normalise_command(v if isinstance(v, str) else _call_text(v), 80)}"
+                    for k, v in sorted(self.input.items())
+                )[:200]
+            else:
+                self._norm = normalise_command(self.text)
+        return self._norm
+
+    @property
+    def commands(self) -> list[list[str]]:
+        """The simple commands of a shell call (:func:`simple_commands`), else none."""
+        if self._commands is None:
+            self._commands = simple_commands(self.text) if self.shell else []
+        return self._commands
+
+    @property
+    def words(self) -> str:
+        if self._words is None:
+            self._words = command_words(self.text) if self.shell else self.name
+        return self._words
+
+    def __repr__(self) -> str:
+        return f"Call({self.index}, {self.name!r}, {self.text!r}, failed={self.failed})"
 
 
 def _call_text(value: Any) -> str:
@@ -220,28 +274,17 @@ def calls_of(session: Session, rules: FailureRules) -> list[Call]:
     for position, event in enumerate(events):
         if event.kind != "tool_call":
             continue
-        name = event.name or "?"
         found = results.get(event.call_id) if event.call_id is not None else None
         if found is not None and found[0] < position:
             found = None
-        shell = rules.is_shell(name, event.input)
-        command = command_text(event.input) if shell else None
-        text = command if command is not None else _call_text(event.input)
+        value = event.input
+        command = command_text(value) if rules.is_shell(event.name, value) else None
         result = found[1] if found else None
+        failed = rules.is_failure(event, result)
         out.append(
-            Call(
-                index=position,
-                name=name,
-                input=event.input,
-                result_index=found[0] if found else None,
-                result=result,
-                failed=rules.is_failure(event, result),
-                shell=command is not None,
-                text=text,
-                norm=normalise_command(text),
-                words=command_words(command) if command is not None else name,
-            )
-        )
+            Call(position, event.name or "?", value, found[0] if found else None, result,
+                 failed, command)
+        )  # fmt: skip
     with _cache_lock:
         _cache = (session, rules, out)
     return out

@@ -20,7 +20,6 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
-from memdir.dream.miners.failures import simple_commands
 from memdir.dream.model import Session, Signal
 from memdir.transcripts.model import bounded_key
 
@@ -66,8 +65,8 @@ def _range(token: str) -> bool:
     return token.replace(",", "").rstrip("p").isdigit()
 
 
-def _shell_lookup(command: str) -> str | None:
-    for words in simple_commands(command):
+def _shell_lookup(commands: list[list[str]]) -> str | None:
+    for words in commands:
         if words[0] in ("cd", "pushd", "export", "source"):
             continue
         head = words[0].rsplit("/", 1)[-1]
@@ -86,7 +85,7 @@ def _shell_lookup(command: str) -> str | None:
 def lookup_of(call: Call) -> str | None:
     """The normalised lookup a call makes (see the module docstring), or None."""
     if call.shell:
-        return _shell_lookup(call.text)
+        return _shell_lookup(call.commands)
     kind = LOOKUP_TOOLS.get(call.name.lower())
     if kind is None or not isinstance(call.input, dict):
         return None

@@ -88,45 +88,10 @@ DEFAULT_OK_EXIT_CODES: Final[Mapping[str, frozenset[int]]] = MappingProxyType(
 )
 
 #: Tools whose second word is a subcommand worth keeping (``npm ci``, ``git push``).
-SUBCOMMAND_TOOLS: Final = frozenset(
-    [
-        "apt",
-        "apt-get",
-        "brew",
-        "bun",
-        "bundle",
-        "cargo",
-        "composer",
-        "conda",
-        "deno",
-        "docker",
-        "dotnet",
-        "gh",
-        "git",
-        "go",
-        "gradle",
-        "helm",
-        "just",
-        "kubectl",
-        "make",
-        "mix",
-        "mvn",
-        "npm",
-        "npx",
-        "pip",
-        "pip3",
-        "pnpm",
-        "poetry",
-        "rake",
-        "rustup",
-        "task",
-        "terraform",
-        "turbo",
-        "uv",
-        "yarn",
-        "nx",
-    ]
-)
+_SUBCOMMAND_NAMES: Final = """apt apt-get brew bun bundle cargo composer conda deno docker dotnet
+gh git go gradle helm just kubectl make mix mvn npm npx nx pip pip3 pnpm poetry rake rustup task
+terraform turbo uv yarn"""
+SUBCOMMAND_TOOLS: Final = frozenset(_SUBCOMMAND_NAMES.split())
 _WRAPPERS: Final = frozenset({"sudo", "time", "nohup", "env", "exec", "command", "builtin"})
 _SETUP: Final = frozenset({"cd", "pushd", "popd", "export", "source", ".", "set", "unset"})
 _SPLIT: Final = re.compile(r"\s*(?:&&|\|\||;|\||\n)\s*")

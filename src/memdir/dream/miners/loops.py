@@ -1,10 +1,12 @@
 """Loops: the same call repeated at least :data:`MIN_REPEATS` times in a row within a session.
 
-Calls are the same when their tool and normalised input (ids, times and numbers masked) are
-equal. "In a row" means with nothing between them but their own results, the agent's thinking
-and usage records, and assistant text (an agent saying "let me try again" is still looping); a
+Calls are the same when their tool and input are equal (the input as canonical JSON: key
+order and whitespace do not matter; ids do — polling ten different orders is not a loop).
+"In a row" means with nothing between them but their own results, the agent's thinking and
+usage records, and assistant text (an agent saying "let me try again" is still looping); a
 user message or any other tool call ends the run. Each session counts a loop once, with the
-longest run as its ``occurrences``.
+longest run as its ``occurrences``. Across sessions, loops group by the normalised input (ids,
+times and numbers masked).
 
 Key: ``tool|input``. Subject: ``tool``, ``input``. ``variant`` is how the run ended: ``still
 failing`` (the last call failed), ``then succeeded`` or ``no failure``.
@@ -40,7 +42,7 @@ def find_loops(session: Session, calls: list[Call]) -> list[list[Call]]:
                 runs.append(current)
                 current = []
             user_at += 1
-        if current and (call.name, call.norm) == (current[-1].name, current[-1].norm):
+        if current and call.name == current[-1].name and call.input == current[-1].input:
             current.append(call)
         else:
             runs.append(current)

@@ -8,8 +8,10 @@ first failure that reaches it (``npm ci --frozen-lockfile``, then ``... --force`
 ``npm ci`` records the first). The change is a token-level diff (:func:`describe_change`):
 ``add --foo``, ``remove --bar``, ``replace X with Y``, ``correct path X to Y``.
 
-Key: ``tool|failed input`` (normalised), so every fix tried for one failing command counts
-under one pattern, with each change a ``variant`` (how often it worked). Subject: ``tool``,
+Key: ``tool|command words|failing side`` — the tokens the fix removed or replaced (``Bash|npm
+ci|--frozen-lockfile``, ``create_ticket|priority=urgent``), or ``+`` and those it
+added — so every fix tried for one failing flag or value counts under one pattern, whatever
+else varies in the input, with each change a ``variant`` (how often it worked). Subject: ``tool``,
 ``failed``, ``fixed``, ``change`` (the most frequent variant's, once reduced).
 """
 
@@ -17,7 +19,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterator, Sequence
-from typing import Any, ClassVar, Final
+from typing import ClassVar, Final
 
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
 from memdir.dream.miners.signature import error_line, tokens_of
@@ -33,14 +35,11 @@ _RATIO: Final = 0.6
 
 
 def input_tokens(call: Call) -> list[str]:
-    """Tokens to compare and diff: a shell command's words, else the input's ``key=value``s."""
+    """Tokens to compare and diff: a shell command's words, else the input's ``key=value``s
+    (values masked as in :attr:`Call.norm`)."""
     if call.shell or not isinstance(call.input, dict):
         return tokens_of(call.text)
-    return [f"{k}={_value(v)}" for k, v in sorted(call.input.items())]
-
-
-def _value(value: Any) -> str:
-    return value if isinstance(value, str) else str(value)
+    return call.norm.split(" ")
 
 
 def similar(a: Call, b: Call) -> bool:
@@ -51,7 +50,12 @@ def similar(a: Call, b: Call) -> bool:
         return True
     if a.shell and b.shell and ta and tb and ta[0] == tb[0] and max(len(ta), len(tb)) <= 6:
         return True
-    return difflib.SequenceMatcher(None, a.text, b.text, autojunk=False).ratio() >= _RATIO
+    matcher = difflib.SequenceMatcher(None, a.text[:300], b.text[:300], autojunk=False)
+    return (
+        matcher.real_quick_ratio() >= _RATIO
+        and matcher.quick_ratio() >= _RATIO
+        and matcher.ratio() >= _RATIO
+    )
 
 
 def _pathish(tokens: Sequence[str]) -> bool:
@@ -60,10 +64,21 @@ def _pathish(tokens: Sequence[str]) -> bool:
 
 def describe_change(before: Sequence[str], after: Sequence[str]) -> str:
     """The token-level diff from ``before`` to ``after``, as short phrases joined by ``; ``."""
+    return diff(before, after)[0]
+
+
+def diff(before: Sequence[str], after: Sequence[str]) -> tuple[str, list[str]]:
+    """The change (as :func:`describe_change`) and the failing side of it: the tokens removed
+    or replaced, else ``+`` and the tokens added."""
     parts: list[str] = []
+    failing: list[str] = []
+    added: list[str] = []
     matcher = difflib.SequenceMatcher(None, list(before), list(after), autojunk=False)
     for tag, i1, i2, j1, j2 in matcher.get_opcodes():
         old, new = " ".join(before[i1:i2]), " ".join(after[j1:j2])
+        if tag != "equal":
+            failing += before[i1:i2]
+            added += after[j1:j2]
         if tag == "insert":
             parts.append(f"add {new}")
         elif tag == "delete":
@@ -74,7 +89,8 @@ def describe_change(before: Sequence[str], after: Sequence[str]) -> str:
             else:
                 parts.append(f"replace {old} with {new}")
     text = "; ".join(parts) or "retry unchanged"
-    return text if len(text) <= 200 else text[:199] + "…"
+    side = failing or ["+" + " ".join(added)]
+    return (text if len(text) <= 200 else text[:199] + "…"), side
 
 
 def find_recoveries(calls: Sequence[Call], window: int = WINDOW) -> Iterator[tuple[Call, Call]]:
@@ -102,12 +118,14 @@ class RecoveryMiner:
 
     def mine(self, session: Session) -> Iterator[Signal]:
         for failed, fixed in find_recoveries(calls_of(session, self.rules)):
-            change = describe_change(input_tokens(failed), input_tokens(fixed))
+            change, side = diff(input_tokens(failed), input_tokens(fixed))
             error = error_line(failed.result.output if failed.result else None)
             last = fixed.result_index if fixed.result_index is not None else fixed.index
             yield Signal(
                 miner=self.name,
-                key=bounded_key(f"{failed.name}|{failed.norm}"),
+                key=bounded_key(
+                    "|".join(dict.fromkeys([failed.name, failed.words, " ".join(side)]))
+                ),
                 subject={
                     "tool": failed.name,
                     "failed": failed.norm,

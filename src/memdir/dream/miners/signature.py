@@ -65,6 +65,7 @@ _MASKS: Final = [
     ),
 ]  # fmt: skip
 _DIGIT: Final = re.compile(r"\d")
+_WRAPPED: Final = re.compile(r"[^\w<]*(<(?:url|id|ts|hex|str|path|num)>)[^\w>]*")
 _ERROR_WORDS: Final = re.compile(
     r"error|fail|fatal|exception|denied|not found|no such|cannot|can't|unable|invalid|"
     r"unknown|refused|timed out|timeout|missing|undefined|unexpected|not allowed|permission",
@@ -82,10 +83,16 @@ def mask(text: str) -> str:
 
 
 def mask_tokens(text: str, limit: int = _MAX_TOKENS) -> list[str]:
-    """The masked tokens of ``text`` (at most ``limit``): also any token with a digit -> <num>."""
-    return [
-        "<num>" if _DIGIT.search(token) else token for token in mask(text).split()[:limit]
-    ]  # fmt: skip
+    """The masked tokens of ``text`` (at most ``limit``): also any token with a digit -> <num>,
+    and punctuation around a placeholder dropped (``(<hex>,`` -> ``<hex>``)."""
+    out: list[str] = []
+    for token in mask(text).split()[:limit]:
+        bare = _WRAPPED.fullmatch(token)
+        if bare:
+            out.append(bare.group(1))
+        else:
+            out.append("<num>" if _DIGIT.search(token) else token)
+    return out
 
 
 def tokens_of(text: str) -> list[str]:

@@ -26,7 +26,6 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
-from memdir.dream.miners.failures import simple_commands
 from memdir.dream.miners.recovery import find_recoveries
 from memdir.dream.miners.signature import error_line
 from memdir.dream.model import MemoryFile, Session, Signal
@@ -93,10 +92,8 @@ def _missing(call: Call) -> bool:
 def _runs(call: Call, claim: Claim) -> bool:
     if claim.kind == "path":
         return claim.text in call.text
-    if not call.shell:
-        return False
     size = len(claim.words)
-    return any(tuple(words[:size]) == claim.words for words in simple_commands(call.text))
+    return any(tuple(words[:size]) == claim.words for words in call.commands)
 
 
 class StaleMemoryMiner:
@@ -113,9 +110,9 @@ class StaleMemoryMiner:
                 self._by_program.setdefault(claim.words[0], []).append(claim)
 
     def _candidates(self, call: Call) -> list[Claim]:
-        found = [c for c in self._paths if c.text in call.text]
+        found = [c for c in self._paths if c.text in call.text] if self._paths else []
         if call.shell:
-            for words in simple_commands(call.text):
+            for words in call.commands:
                 found += [c for c in self._by_program.get(words[0], ()) if _runs(call, c)]
         return found
 
