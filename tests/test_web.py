@@ -142,6 +142,16 @@ def sign_in(tab: Tab, site: Site, token: str, then: str = "/") -> Any:
     return tab.page
 
 
+def open_as(tab: Tab, site: Site, token: str, then: str) -> Any:
+    """The page at ``then`` with a session cookie for ``token`` (what signing in sets)."""
+    tab.context.add_cookies([{
+        "name": "memdir_session", "value": token, "url": f"{site.url}/",
+        "httpOnly": True, "sameSite": "Strict",
+    }])  # fmt: skip
+    tab.page.goto(f"{site.url}{then}")
+    return tab.page
+
+
 # --- sign-in --------------------------------------------------------------------------------
 
 
@@ -194,7 +204,7 @@ def test_browsing_shows_only_readable_paths(tab: Tab, site: Site) -> None:
     svc.write(OWNER, STORE, "/org/handbook.md", "# Handbook\n", if_absent=True)
     svc.write(OWNER, STORE, "/projects/acme/build.md", "# Build\nuse make\n", if_absent=True)
     svc.write(OWNER, STORE, "/projects/zeta/secret.md", "zeta-secret-text\n", if_absent=True)
-    page = sign_in(tab, site, site.bot, then="/s/default/tree/projects/")
+    page = open_as(tab, site, site.bot, then="/s/default/tree/projects/")
     links = page.locator("table.list a").all_inner_texts()
     assert "acme/" in links and "zeta/" not in links
     page.click("text=acme/")
@@ -224,7 +234,7 @@ def test_file_history_and_diff(tab: Tab, site: Site) -> None:
                               source_kind="user-stated"),
     )  # fmt: skip
     assert first.results[0].version == 1
-    page = sign_in(tab, site, site.bot, then=f"/s/default/file{path}")
+    page = open_as(tab, site, site.bot, then=f"/s/default/file{path}")
     assert page.inner_text("table.frontmatter td") == "how we deploy"
     assert "description:" not in page.inner_text("pre.memory")
     page.click("text=history")
@@ -268,7 +278,7 @@ def test_queue_shows_a_proposal_with_chart_and_evidence_then_accept_commits(
 ) -> None:
     path = "/projects/acme/lockfiles.md"
     pid = _queue(site, path)
-    page = sign_in(tab, site, site.bot, then="/s/default/proposals")
+    page = open_as(tab, site, site.bot, then="/s/default/proposals")
     page.click(f"text={pid}")
     assert page.url.endswith(f"/proposals/{pid}")
     facts = page.inner_text("section.stats table.facts")
@@ -312,7 +322,7 @@ def test_queue_shows_a_proposal_with_chart_and_evidence_then_accept_commits(
 
 def test_reject_records_the_comment(tab: Tab, site: Site) -> None:
     pid = _queue(site, "/projects/acme/rejected.md")
-    page = sign_in(tab, site, site.bot, then=f"/s/default/proposals/{pid}")
+    page = open_as(tab, site, site.bot, then=f"/s/default/proposals/{pid}")
     page.fill("form[action$='/reject'] input[name=comment]", "not what we do here")
     with page.expect_navigation():
         page.click("button.reject")
@@ -335,7 +345,7 @@ def test_a_conflict_or_a_refusal_is_shown_on_the_proposal(tab: Tab, site: Site) 
     svc.write(OWNER, STORE, path, "gamma\n", if_match=svc.read(OWNER, STORE, path).sha256)
     org = svc.propose(bot, STORE, [Write("/org/idea.md", "idea\n", if_absent=True)]).id
 
-    page = sign_in(tab, site, site.bot, then=f"/s/default/proposals/{pid}")
+    page = open_as(tab, site, site.bot, then=f"/s/default/proposals/{pid}")
     assert "does not apply to the current content" in page.inner_text(".op .note")
     with page.expect_response(lambda r: r.request.method == "POST") as posted:
         page.click("button.accept")
@@ -353,7 +363,7 @@ def test_a_conflict_or_a_refusal_is_shown_on_the_proposal(tab: Tab, site: Site) 
 
 def test_a_post_without_the_csrf_token_is_refused(tab: Tab, site: Site) -> None:
     pid = _queue(site, "/projects/acme/csrf.md")
-    page = sign_in(tab, site, site.bot, then=f"/s/default/proposals/{pid}")
+    page = open_as(tab, site, site.bot, then=f"/s/default/proposals/{pid}")
     action = f"{site.url}/s/default/proposals/{pid}/accept"
     for form in ({"comment": "x"}, {"comment": "x", "csrf": "0" * 64}):
         refused = tab.context.request.post(action, form=form, max_redirects=0)
@@ -392,7 +402,7 @@ def test_hostile_memory_and_proposals_render_inert(tab: Tab, site: Site) -> None
         statistics={"sessions": "<script>alert('s')</script>", "variants": {"<i>v</i>": 2}},
     ).id  # fmt: skip
 
-    page = sign_in(tab, site, site.bot, then=f"/s/default/file{path}")
+    page = open_as(tab, site, site.bot, then=f"/s/default/file{path}")
     assert page.inner_text("pre.memory") == HOSTILE.split("---\n", 2)[2]
     assert page.inner_text("table.frontmatter td") == "<script>alert('frontmatter')</script>"
     page.goto(f"{site.url}/s/default/proposals/{pid}")
@@ -413,8 +423,49 @@ def test_hostile_memory_and_proposals_render_inert(tab: Tab, site: Site) -> None
 
 
 def test_transcripts_follow_the_transcripts_rule(tab: Tab, site: Site) -> None:
-    page = sign_in(tab, site, site.bot, then=f"/s/default/transcripts/{site.transcripts['acme']}")
+    page = open_as(tab, site, site.bot, then=f"/s/default/transcripts/{site.transcripts['acme']}")
     assert "only-acme" in page.inner_text("ol.events")
     response = page.goto(f"{site.url}/s/default/transcripts/{site.transcripts['zeta']}")
     assert response is not None and response.status == 404
     assert "only-zeta" not in page.content()
+
+
+# --- the pure helpers behind the pages (no browser) ------------------------------------------
+
+
+def test_operation_previews_chain_edits_on_one_path() -> None:
+    from memdir.web.render import op_previews
+
+    ops = [
+        {"op": "str_replace", "path": "/a.md", "old": "one", "new": "two"},
+        {"op": "insert", "path": "/a.md", "line": 1, "text": "three"},
+        {"op": "str_replace", "path": "/a.md", "old": "missing", "new": "x"},
+        {"op": "rename", "path": "/a.md", "new_path": "/b.md"},
+        {"op": "delete", "path": "/b.md"},
+        {"op": "write", "path": "/c.md", "content": "new\n"},
+    ]
+    first, second, third, rename, delete, write = op_previews(ops, {"/a.md": "one\n"}.get)
+    assert [(k, line) for k, line in first.diff if k in ("add", "del")] == [
+        ("del", "-one"), ("add", "+two"),
+    ]  # fmt: skip
+    assert [line for k, line in second.diff if k == "add"] == ["+three"]  # after the first
+    assert third.diff == [] and third.note and "does not apply" in third.note
+    assert rename.note == "rename to /b.md"
+    assert [line for k, line in delete.diff if k == "del"] == ["-two", "-three"]
+    assert write.diff[0] == ("meta", "--- (absent)") and ("add", "+new") in write.diff
+
+
+def test_chart_bars_take_only_finite_numbers() -> None:
+    from memdir.web.render import BAR_WIDTH, bars, safe_id
+
+    shown = bars({
+        "sessions": 5, "sessions_selected": 20, "prevalence": float("nan"),
+        "confidence": "high", "variants": {"a": 4, "b": 1, "c": "x", "d": True},
+    })  # fmt: skip
+    assert [(b.label, b.width) for b in shown] == [
+        ("sessions affected", BAR_WIDTH / 4), ("a", BAR_WIDTH), ("b", BAR_WIDTH / 4),
+    ]  # fmt: skip
+    assert bars("<script>") == [] and bars({"sessions": 3, "sessions_selected": 0})[0].width == 0
+    assert safe_id("t_0123abcd") == "t_0123abcd"
+    for bad in ("javascript:alert(1)", "../x", " a", "", None, "a" * 129):
+        assert safe_id(bad) is None

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import math
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
@@ -33,7 +33,7 @@ __all__ = [
     "evidence_items",
     "facts",
     "memory_page",
-    "op_preview",
+    "op_previews",
     "path_url",
     "safe_id",
 ]
@@ -133,40 +133,54 @@ class OpPreview:
     note: str | None
 
 
-def op_preview(op: Mapping[str, Any], current: str | None) -> OpPreview:
-    """What ``op`` (a stored operation dict) would change in ``current`` (None: no file)."""
-    kind = str(op.get("op", "?"))
-    path = str(op.get("path", ""))
-    new_path = op.get("new_path")
-    note: str | None = None
-    proposed: str | None = None
+def _proposed(op: Mapping[str, Any], current: str | None) -> tuple[str | None, str | None]:
+    """(text after ``op``, or None when it has none; a note on why, or None)."""
+    kind, path, new_path = str(op.get("op", "?")), str(op.get("path", "")), op.get("new_path")
     try:
         if kind == "write":
-            proposed = str(op.get("content", ""))
-        elif kind == "delete":
-            proposed = ""
-        elif kind == "rename":
-            note = f"rename to {new_path}"
-        elif current is None:
-            note = f"{path} does not exist now: this {kind} cannot apply as it is"
-        elif kind == "str_replace":
-            proposed = apply_str_replace(path, current, str(op["old"]), str(op["new"]))
-        elif kind == "insert":
-            proposed = apply_insert(path, current, int(op["line"]), str(op["text"]))
-        else:
-            note = f"unknown operation {kind!r}"
+            return str(op.get("content", "")), None
+        if kind == "delete":
+            return "", None
+        if kind == "rename":
+            return None, f"rename to {new_path}"
+        if current is None:
+            return None, f"{path} does not exist now: this {kind} cannot apply as it is"
+        if kind == "str_replace":
+            return apply_str_replace(path, current, str(op["old"]), str(op["new"])), None
+        if kind == "insert":
+            return apply_insert(path, current, int(op["line"]), str(op["text"])), None
+        return None, f"unknown operation {kind!r}"
     except EditConflict as exc:
-        note = f"does not apply to the current content: {exc.message}"
+        return None, f"does not apply to the current content: {exc.message}"
     except (KeyError, TypeError, ValueError):
-        note = f"malformed {kind} operation"
-    diff: list[tuple[str, str]] = []
-    if proposed is not None:
-        before = current or ""
-        label = "(absent)" if current is None else f"{path} (current)"
-        diff = diff_lines(unified_diff(before, proposed, label, f"{path} (proposed)"))
-        if not diff:
-            note = note or "no change against the current content"
-    return OpPreview(kind, path, str(new_path) if new_path is not None else None, diff, note)
+        return None, f"malformed {kind} operation"
+
+
+def op_previews(
+    operations: Sequence[Mapping[str, Any]], read: Callable[[str], str | None]
+) -> list[OpPreview]:
+    """What each stored operation would change, in order: the first operation on a path is
+    diffed against ``read(path)`` (the current content, None when absent), a later one against
+    the text the earlier ones produce."""
+    texts: dict[str, str | None] = {}
+    out: list[OpPreview] = []
+    for op in operations:
+        kind, path, new_path = str(op.get("op", "?")), str(op.get("path", "")), op.get("new_path")
+        if path not in texts:
+            texts[path] = read(path)
+        current = texts[path]
+        proposed, note = _proposed(op, current)
+        diff: list[tuple[str, str]] = []
+        if proposed is not None:
+            label = "(absent)" if current is None else f"{path} (current)"
+            diff = diff_lines(unified_diff(current or "", proposed, label, f"{path} (proposed)"))
+            note = note or (None if diff else "no change against the current content")
+            texts[path] = None if kind == "delete" else proposed
+        elif kind == "rename" and isinstance(new_path, str):
+            texts[new_path], texts[path] = current, None
+        shown_new = str(new_path) if new_path is not None else None
+        out.append(OpPreview(kind, path, shown_new, diff, note))
+    return out
 
 
 # --- statistics -----------------------------------------------------------------------------

@@ -8,7 +8,6 @@ success redirects (303) to the proposal, which now shows its status, reviewer an
 
 from __future__ import annotations
 
-from typing import Any
 from urllib.parse import quote
 
 from starlette.concurrency import run_in_threadpool
@@ -19,7 +18,7 @@ from starlette.routing import Route
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.proposals import ORIGINS, STATUSES, Proposal
 from memdir.web.page import Viewer, form_value, page, viewer
-from memdir.web.render import bars, evidence_items, facts, op_preview, safe_id
+from memdir.web.render import bars, evidence_items, facts, op_previews, safe_id
 from memdir.web.session import base_path, check_csrf
 
 __all__ = ["routes"]
@@ -60,11 +59,9 @@ async def _proposal_page(
 ) -> Response:  # fmt: skip
     prop: Proposal = await who.call(who.service.get_proposal, store, pid)
 
-    def previews() -> list[Any]:
-        return [op_preview(op, _current(who, store, str(op.get("path", "")))) for op in
-                prop.operations]  # fmt: skip
-
-    ops = await run_in_threadpool(previews)
+    ops = await run_in_threadpool(
+        op_previews, prop.operations, lambda path: _current(who, store, path)
+    )
     return page(
         request, "proposal.html", who, status, p=prop, ops=ops, facts=facts(prop.statistics),
         bars=bars(prop.statistics), evidence=evidence_items(prop.evidence),
