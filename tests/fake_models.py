@@ -258,8 +258,8 @@ class FakeOpenAI(FakeServer):
         if record.method != "POST" or record.path != "/v1/chat/completions":
             return 404, {}, {"error": {"message": record.path, "type": "not_found"}}
         if "tools" in body and not self.tools:
-            message = "tools are not supported by this server; tool_choice ignored"
-            return 400, {}, {"error": {"message": message, "type": "invalid_request_error"}}
+            refusal = "tools are not supported by this server; tool_choice ignored"
+            return 400, {}, {"error": {"message": refusal, "type": "invalid_request_error"}}
         texts = [t for m in body["messages"] for t in _texts(m["content"])]
         if "tool_choice" in body:
             tool = body["tool_choice"]["function"]["name"]
@@ -270,7 +270,7 @@ class FakeOpenAI(FakeServer):
         if "tools" in body:
             call = {"id": "call_1", "type": "function",
                     "function": {"name": tool, "arguments": arguments}}  # fmt: skip
-            message = {"role": "assistant", "content": None, "tool_calls": [call]}
+            message: dict[str, Any] = {"role": "assistant", "content": None, "tool_calls": [call]}
             finish = "tool_calls"
         else:
             message, finish = {"role": "assistant", "content": arguments}, "stop"
