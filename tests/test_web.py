@@ -53,9 +53,9 @@ class Site:
     transcripts: dict[str, str]  # project -> transcript id
 
 
-def _session(project: str, secret: str) -> bytes:
+def _session(project: str, secret: str, session_id: str | None = None) -> bytes:
     lines = [
-        {"type": "transcript", "format": "generic", "session_id": f"s-{project}",
+        {"type": "transcript", "format": "generic", "session_id": session_id or f"s-{project}",
          "project": project, "agent": "bot", "outcome": "failure"},
         {"type": "event", "kind": "message", "role": "user",
          "text": f"Run the tests for {project} <script>alert('t')</script>"},
@@ -183,6 +183,12 @@ def test_a_revoked_token_signs_the_session_out(tab: Tab, site: Site) -> None:
     tab.page.goto(f"{site.url}/s/default/proposals")
     assert "/signin" in tab.page.url
     assert "no longer valid" in tab.page.inner_text(".error")
+    posted = tab.context.request.post(
+        f"{site.url}/s/default/proposals/p_x/accept", form={"csrf": "x"}, max_redirects=0
+    )
+    assert posted.status == 303 and posted.headers["location"].startswith(
+        "/ui/signin?next=%2Fui%2F&"
+    )
 
 
 def test_security_headers_on_every_page(tab: Tab, site: Site) -> None:

@@ -143,6 +143,8 @@ async def signout(request: Request) -> Response:
 async def _sign_in_required(request: Request, exc: Exception) -> Response:
     assert isinstance(exc, SignInRequired)
     here = request.url.path + (f"?{request.url.query}" if request.url.query else "")
+    if request.method != "GET":  # a form's target cannot be reached by the redirect back
+        here = f"{base_path(request)}/"
     target = f"{base_path(request)}/signin?next={quote(here, safe='')}"
     response = RedirectResponse(target + f"&why={quote(exc.message, safe='')}", 303)
     clear_session(request, response)
@@ -152,7 +154,7 @@ async def _sign_in_required(request: Request, exc: Exception) -> Response:
 def _status(error: MemdirError) -> int:
     for cls, status in (
         (NotFound, 404), (CsrfRefused, 403), (Forbidden, 403), (Conflict, 409),
-        (InvalidInput, 400),
+        (InvalidInput, 400), (Unauthenticated, 401),
     ):  # fmt: skip
         if isinstance(error, cls):
             return status
