@@ -502,6 +502,29 @@ def test_no_proposal_from_the_engine_carries_the_instruction_unflagged() -> None
     assert all("injection-suspected" not in d.flags for d in drafts if d not in carrying)
 
 
+def test_later_reviews_are_offered_the_clean_titles_found_so_far() -> None:
+    model = FakeModel()
+    assistant = Assistant(model, batch_size=5)
+    first = assistant.review(injected_fleet(), MEMORY)
+    assert {s.subject["kind"] for _, s in first} == {"tool_error", "preference"}
+    assert not any("known_titles" in block for r in model.requests for block in r.data)
+    assistant.review(fleet(2), MEMORY)
+    lead = model.requests[-1].data[0]
+    tool_error = next(s.title for _, s in first if s.subject["kind"] == "tool_error")
+    assert lead.startswith("<known_titles>") and f"- {tool_error}" in lead
+    assert INJECTION not in lead  # a flagged finding's title is never offered back
+
+
+def test_a_dry_run_estimate_is_what_the_budget_would_reserve() -> None:
+    assistant = Assistant(FakeModel("claude-haiku-4-5"), batch_size=3, max_tokens=500)
+    sessions = fleet(7)
+    estimate = assistant.estimate(sessions, MEMORY)
+    requests = assistant.review_requests(sessions, MEMORY)
+    assert estimate.calls == 3 == len(requests)
+    assert estimate.tokens == sum(r.estimated_input_tokens() + 500 for r in requests)
+    assert estimate.usd > 0 and assistant.usage.requests == 0
+
+
 # --- specs, concurrency, the in-process fake, pure helpers -------------------------------------
 
 

@@ -52,18 +52,21 @@ from memdir.dream.llm.prompts import (
     REVIEW_SYSTEM,
     WRITE_SYSTEM,
     draft_block,
+    known_titles_block,
     shared_prefix,
     transcript_block,
 )
 from memdir.dream.model import Draft, MemoryFile, Session, Signal
 from memdir.transcripts.model import TranscriptInfo
 
-__all__ = ["BATCH_CHARS", "WRITE_CHUNK", "AssistState", "Assistant"]
+__all__ = ["BATCH_CHARS", "KNOWN_TITLES", "WRITE_CHUNK", "AssistState", "Assistant", "Estimate"]
 
 #: Most characters of transcript data in one review call (about 25k tokens).
 BATCH_CHARS: Final = 100_000
 #: Most drafts rewritten by one write call.
 WRITE_CHUNK: Final = 25
+#: Most titles of earlier findings offered to later review calls for reuse.
+KNOWN_TITLES: Final = 40
 
 Status = Literal["idle", "ok", "budget-exhausted", "failed"]
 Outcome = Literal["skipped", "failed"]
@@ -129,6 +132,15 @@ class AssistState:
         return lines
 
 
+@dataclass(frozen=True, slots=True)
+class Estimate:
+    """Worst-case review cost: calls, tokens (input estimate + max_tokens each) and dollars."""
+
+    calls: int
+    tokens: int
+    usd: float
+
+
 class Assistant:
     """Model-assisted review and writing for one dream run (see the module docstring).
 
@@ -172,6 +184,7 @@ class Assistant:
         self.ledger = Ledger(self.budget, self.usage, port.model)
         self._lock = threading.Lock()
         self._calls = 0
+        self._titles: dict[str, int] = {}
 
     # --- review -------------------------------------------------------------------------------
 
@@ -194,6 +207,9 @@ class Assistant:
                 continue
             signals, dropped, flagged = signals_from_findings(result.data, {s.id: s for s in batch})
             out.extend(signals)
+            for _, signal in signals:
+                if not signal.subject.get("flags"):
+                    self._titles[signal.title] = self._titles.get(signal.title, 0) + 1
             state = self.state
             state.batches_done += 1
             state.sessions_reviewed += len(batch)
@@ -209,13 +225,21 @@ class Assistant:
         *,
         batches: list[list[Session]] | None = None,
     ) -> list[ModelRequest]:
-        """The review calls ``sessions`` make (one per batch); for estimates and dry runs."""
+        """The review calls ``sessions`` make (one per batch); for estimates and dry runs.
+
+        Titles that earlier :meth:`review` calls of this run found (clean ones, the most
+        frequent :data:`KNOWN_TITLES`) open each call's data, so a run that reviews its sessions
+        chunk by chunk keeps one title per pattern. Calls of one ``review`` are built together,
+        so what they send never depends on timing.
+        """
         prefix = shared_prefix(self.instructions, memory)
+        ranked = sorted(self._titles.items(), key=lambda kv: (-kv[1], kv[0]))[:KNOWN_TITLES]
+        lead = (known_titles_block([t for t, _ in ranked]),) if ranked else ()
         return [
             ModelRequest(
                 system=REVIEW_SYSTEM,
                 prefix=prefix,
-                data=tuple(transcript_block(s) for s in batch),
+                data=(*lead, *(transcript_block(s) for s in batch)),
                 schema=FINDINGS_SCHEMA,
                 tool_name=FINDINGS_TOOL,
                 tool_description="Record the patterns found in these sessions, with references.",
@@ -224,6 +248,15 @@ class Assistant:
             )
             for batch in (self._batches(sessions) if batches is None else batches)
         ]
+
+    def estimate(self, sessions: Sequence[Session], memory: Sequence[MemoryFile]) -> Estimate:
+        """The worst case of reviewing ``sessions`` (what the budget check reserves)."""
+        batched = bool(self.use_batches) and self.port.supports_batches
+        needs = [
+            self.ledger.worst_case(r, batched=batched)
+            for r in self.review_requests(sessions, memory)
+        ]
+        return Estimate(len(needs), sum(n.tokens for n in needs), sum(n.usd for n in needs))
 
     def _batches(self, sessions: Sequence[Session]) -> list[list[Session]]:
         batches: list[list[Session]] = []

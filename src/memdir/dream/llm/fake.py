@@ -48,7 +48,9 @@ def estimate_tokens(text: str) -> int:
 
 
 def _unescape(text: str) -> str:
-    return re.sub(r"&lt;(\s*/?\s*(?:transcript_data|memory_index|draft_data)\b)", r"<\1", text)
+    return re.sub(
+        r"&lt;(\s*/?\s*(?:transcript_data|memory_index|draft_data|known_titles)\b)", r"<\1", text
+    )
 
 
 def _findings(text: str) -> dict[str, Any]:
