@@ -40,6 +40,7 @@ from memdir.core.model import (
 )
 from memdir.core.paths import normalize_prefix, validate_path
 from memdir.core.policy import POLICY_PATH
+from memdir.dreams import DreamsMixin
 from memdir.governance import GovernanceMixin
 from memdir.history import HistoryMixin
 from memdir.principals import PrincipalsMixin
@@ -63,7 +64,7 @@ class _NeedsReview(Exception):
 
 
 class MemoryService(
-    HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMixin, TranscriptsMixin
+    DreamsMixin, HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMixin, TranscriptsMixin
 ):
     """Store operations over one database, for any principal.
 

@@ -29,7 +29,16 @@ from memdir.api.errors import install_error_handlers
 from memdir.api.metrics import Metrics
 from memdir.api.middleware import ObserveMiddleware
 from memdir.api.ratelimit import RateLimiter
-from memdir.api.routes import admin, browse, changes, files, history, review, transcripts
+from memdir.api.routes import (
+    admin,
+    browse,
+    changes,
+    dreams,
+    files,
+    history,
+    review,
+    transcripts,
+)
 from memdir.api.settings import ApiSettings
 from memdir.api.tokens import TokenCache
 from memdir.core.errors import Forbidden, MemdirError
@@ -66,7 +75,9 @@ def create_app(
 
         database = Database(settings.db, pool_size=settings.pool_size)
         service = MemoryService(database, max_file_bytes=settings.max_file_bytes)
-    routers = [m.router for m in (files, browse, history, review, changes, transcripts, admin)]
+    routers = [
+        m.router for m in (files, browse, history, review, changes, transcripts, dreams, admin)
+    ]
     tokens = TokenCache(api_settings.token_cache_seconds)
     state = AppState(service, Metrics(), tokens, owns, methods_by_route(routers))
 

@@ -1,0 +1,161 @@
+"""Dream runs: start (or resume) one, list, show (JSON or markdown), revert.
+
+A run acts as the caller and reads only what the caller may read; its proposals enter the
+review queue (``/proposals``). ``POST`` runs the dream to the end before answering (a run over
+a few thousand sessions takes seconds offline); an interrupted run is continued with
+``POST …/dreams/{run}/resume``. Runs are visible to the principal that ran them and to
+administrators.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Annotated, Any, Literal
+
+from fastapi import Query
+from fastapi.responses import Response
+from pydantic import BaseModel, ConfigDict, Field
+
+from memdir.api.deps import (
+    Ctx,
+    Cursor,
+    Limit,
+    Prov,
+    StoreName,
+    offset_of,
+    offset_page,
+    render,
+    v1_router,
+)
+from memdir.api.models import Page
+
+__all__ = ["router"]
+
+router = v1_router("dreams")
+
+ALL = "/stores/{store}/dreams"
+ONE = ALL + "/{run_id}"
+
+
+class DreamBody(BaseModel):
+    """What a run reads and how it decides (every field optional)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    since: dt.datetime | None = Field(None, description="Sessions active at or after this time.")
+    until: dt.datetime | None = Field(None, description="Sessions started before this time.")
+    since_last: bool = Field(False, description="Only what arrived since your last run.")
+    agent: str | None = Field(None, max_length=200)
+    project: str | None = Field(None, max_length=200)
+    outcome: Literal["success", "failure", "unknown"] | None = None
+    limit: int | None = Field(None, ge=1, description="Read at most this many sessions.")
+    model: str = Field(
+        "offline",
+        max_length=500,
+        description="offline | anthropic:<model> | openai:<model>@<base_url> | fake",
+    )
+    instructions: str | None = Field(None, max_length=65536, description="Steering text.")
+    budget_tokens: int | None = Field(None, ge=1)
+    budget_usd: float | None = Field(None, ge=0)
+    batches: bool = False
+    min_sessions: int = Field(5, ge=1)
+    min_prevalence: float = Field(0.02, ge=0, le=1)
+    miners: list[str] | None = None
+    dry_run: bool = False
+
+
+class DreamRunView(BaseModel):
+    """A dream run: its selection, configuration, progress, usage and report."""
+
+    id: str
+    store: str
+    principal: str
+    status: str
+    revision: int
+    selection: dict[str, Any]
+    config: dict[str, Any]
+    selected: int
+    processed: int
+    usage: dict[str, Any] | None
+    report: dict[str, Any] | None
+    error: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    finished_at: dt.datetime | None
+    proposals: list[str]
+
+
+def _view(run: Any) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    data = asdict(run)
+    data["proposals"] = run.proposals
+    return data
+
+
+@router.post(ALL, response_model=DreamRunView, status_code=201, summary="Run a dream")
+async def start_dream(ctx: Ctx, store: StoreName, body: DreamBody) -> Response:
+    """Run a dream over the transcripts the caller may read; its proposals enter the queue."""
+    from memdir.dream.model import Thresholds
+    from memdir.dream.selection import Selection
+    from memdir.dreams import DreamConfig
+
+    config = DreamConfig(
+        selection=Selection(
+            since=body.since, until=body.until, agent=body.agent, project=body.project,
+            outcome=body.outcome, limit=body.limit,
+        ),
+        since_last=body.since_last, model=body.model, instructions=body.instructions,
+        budget_tokens=body.budget_tokens, budget_usd=body.budget_usd, batches=body.batches,
+        thresholds=Thresholds(min_sessions=body.min_sessions, min_prevalence=body.min_prevalence),
+        miners=tuple(body.miners) if body.miners is not None else None, dry_run=body.dry_run,
+    )  # fmt: skip
+    run = await ctx.call(ctx.service.dream, store, config)
+    return render(_view(run), 201)
+
+
+@router.get(ALL, response_model=Page[DreamRunView], summary="Dream runs")
+async def list_dreams(
+    ctx: Ctx, store: StoreName, cursor: Cursor = None, limit: Limit = 50
+) -> Response:
+    """The caller's runs (every run, for administrators), newest first."""
+    start = offset_of(cursor)
+    runs = await ctx.call(ctx.service.list_dream_runs, store, limit=start + limit + 1)
+    page = offset_page([_view(r) for r in runs], start, limit)
+    return render(page)
+
+
+@router.get(
+    ONE,
+    response_model=DreamRunView,
+    responses={200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}},
+    summary="Show a dream run",
+)
+async def show_dream(
+    ctx: Ctx,
+    store: StoreName,
+    run_id: str,
+    format: Annotated[Literal["json", "markdown"], Query(description="The report form.")] = "json",
+) -> Response:
+    """The run with its report (``format=markdown``: the report for people)."""
+    run = await ctx.call(ctx.service.get_dream_run, store, run_id)
+    if format == "markdown":
+        from memdir.dream.report import markdown
+
+        text = markdown(run.report) if run.report else f"dream run {run.id} is {run.status}\n"
+        return Response(text, media_type="text/markdown; charset=utf-8")
+    return render(_view(run))
+
+
+@router.post(ONE + "/resume", response_model=DreamRunView, summary="Resume a dream run")
+async def resume_dream(ctx: Ctx, store: StoreName, run_id: str) -> Response:
+    """Continue an interrupted or failed run where its last checkpoint left it."""
+    run = await ctx.call(ctx.service.dream, store, None, resume=run_id)
+    return render(_view(run))
+
+
+@router.post(ONE + "/revert", summary="Revert a dream run")
+async def revert_dream(ctx: Ctx, store: StoreName, run_id: str, prov: Prov) -> Response:
+    """Revert every commit that came from the run's accepted proposals, newest first."""
+    results = await ctx.call(ctx.service.revert_dream_run, store, run_id, prov)
+    return render({"commits": [r.to_dict() for r in results]})

@@ -1,0 +1,211 @@
+"""Dreaming verbs: dream [run] | list | show | revert.
+
+``memdir dream [OPTIONS]`` is ``memdir dream run [OPTIONS]``: a run reads the transcripts and
+memory the acting principal may read, and queues proposals for review (it never writes memory).
+"""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import click
+
+from memdir.cli.app import App, make_provenance, provenance_options, verb
+from memdir.cli.main import cli
+from memdir.cli.output import emit
+from memdir.cli.transcripts import _when
+from memdir.core.errors import InvalidInput
+
+if TYPE_CHECKING:
+    from memdir.dreams import DreamRun
+
+#: Largest steering-instructions file accepted (they reach every model prompt).
+MAX_INSTRUCTIONS_BYTES = 64 << 10
+
+
+class _DefaultRun(click.Group):
+    """A group whose bare invocation (or unknown first word) means its ``run`` verb."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        if not args or (args[0] not in self.commands and args[0] not in ("--help", "-h")):
+            args = ["run", *args]
+        return super().parse_args(ctx, args)
+
+
+@cli.group("dream", cls=_DefaultRun)
+def dream() -> None:
+    """Learn from transcripts: find recurring failures and rediscoveries, propose memory changes.
+
+    `memdir dream [OPTIONS]` runs a dream (see `memdir dream run --help`); `list`, `show RUN`
+    and `revert RUN` manage past runs. Proposals land in the review queue
+    (`memdir proposals list`), each with evidence, statistics and a rationale.
+    """
+
+
+class _Bar:
+    """One progress line on stderr per stage, redrawn at most every 0.2 s."""
+
+    def __init__(self) -> None:
+        self.last = 0.0
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if now - self.last < 0.2 and done != total:
+            return
+        self.last = now
+        label = {"read": "reading transcripts", "model": "model requests",
+                 "propose": "queueing proposals"}.get(stage, stage)  # fmt: skip
+        shown = f"{done:,}/{total:,} ({100 * done / total:.0f}%)" if total else f"{done:,}"
+        sys.stderr.write(f"\r{label}: {shown}" + " " * 10)
+        sys.stderr.flush()
+
+    def close(self) -> None:
+        sys.stderr.write("\r" + " " * 70 + "\r")
+
+
+def _miners(value: str | None) -> tuple[str, ...] | None:
+    return None if not value else tuple(m.strip() for m in value.split(",") if m.strip())
+
+
+def _instructions(path: str | None) -> str | None:
+    if path is None:
+        return None
+    data = Path(path).read_bytes()
+    if len(data) > MAX_INSTRUCTIONS_BYTES:
+        raise InvalidInput(
+            f"instructions file {path} is {len(data)} bytes, over the limit of "
+            f"{MAX_INSTRUCTIONS_BYTES}; keep steering short"
+        )
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise InvalidInput(f"instructions file {path} is not UTF-8 (byte {exc.start})") from None
+
+
+@verb(dream, "run")
+@click.option("--since", help="Sessions active at or after this time (ISO date or time).")
+@click.option("--until", help="Sessions started before this time.")
+@click.option("--since-last", is_flag=True, help="Only what arrived since your last run.")
+@click.option("--agent", help="Only this agent's sessions.")
+@click.option("--project", help="Only this project's sessions.")
+@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]))
+@click.option("--limit", type=click.IntRange(min=1), help="Read at most this many sessions.")
+@click.option(
+    "--model",
+    default="offline",
+    show_default=True,
+    help="offline | anthropic:<model> | openai:<model>@<base_url> | fake.",
+)
+@click.option(
+    "--instructions",
+    type=click.Path(exists=True, dir_okay=False),
+    help="Steering: what matters here, what does not (reaches every prompt).",
+)
+@click.option("--budget-tokens", type=click.IntRange(min=1), help="Stop using the model here.")
+@click.option("--budget-usd", type=click.FloatRange(min=0), help="Stop using the model here.")
+@click.option("--batches", is_flag=True, help="Use the provider's batch API (large runs).")
+@click.option("--min-sessions", type=click.IntRange(min=1), default=5, show_default=True,
+              help="A pattern needs this many sessions.")  # fmt: skip
+@click.option("--min-prevalence", type=click.FloatRange(0, 1), default=0.02, show_default=True,
+              help="...and this share of the sessions selected.")  # fmt: skip
+@click.option("--miners", help="Comma-separated miners to run [default: all].")
+@click.option("--dry-run", is_flag=True, help="Report only; queue no proposals.")
+@click.option("--resume", "resume", metavar="RUN", help="Continue an interrupted run.")
+@click.option("--report", "report_file", type=click.Path(dir_okay=False),
+              help="Also write the markdown report to this file.")  # fmt: skip
+@click.option("--progress/--no-progress", default=None,
+              help="Progress on stderr [default: on a terminal].")  # fmt: skip
+def dream_run(
+    app: App, since: str | None, until: str | None, since_last: bool, agent: str | None,
+    project: str | None, outcome: str | None, limit: int | None, model: str,
+    instructions: str | None, budget_tokens: int | None, budget_usd: float | None,
+    batches: bool, min_sessions: int, min_prevalence: float, miners: str | None,
+    dry_run: bool, resume: str | None, report_file: str | None, progress: bool | None,
+) -> None:  # fmt: skip
+    """Run a dream over the transcripts you may read; queue its proposals for review.
+
+    The run pins the store revision, records its selection and configuration, and ends with a
+    report (patterns found with their statistics, what was proposed and why, what was left
+    out and why). Interrupted, it resumes with --resume RUN without repeating finished work.
+    """
+    from memdir.dream.model import Thresholds
+    from memdir.dream.report import markdown
+    from memdir.dream.selection import Selection
+    from memdir.dreams import DreamConfig
+
+    config = DreamConfig(
+        selection=Selection(
+            since=_when(since, "--since"), until=_when(until, "--until"), agent=agent,
+            project=project, outcome=outcome, limit=limit,
+        ),
+        since_last=since_last, model=model, instructions=_instructions(instructions),
+        budget_tokens=budget_tokens, budget_usd=budget_usd, batches=batches,
+        thresholds=Thresholds(min_sessions=min_sessions, min_prevalence=min_prevalence),
+        miners=_miners(miners), dry_run=dry_run,
+    )  # fmt: skip
+    show = progress if progress is not None else sys.stderr.isatty() and not app.as_json
+    bar = _Bar() if show else None
+    try:
+        run = app.service().dream(app.principal, app.store, config, resume=resume, progress=bar)
+    finally:
+        if bar is not None:
+            bar.close()
+    text = markdown(run.report or {})
+    if report_file is not None:
+        Path(report_file).write_text(text, encoding="utf-8")
+    emit(app.as_json, _run_json(run), text)
+
+
+def _run_json(run: DreamRun) -> dict[str, Any]:
+    from dataclasses import asdict
+
+    data = asdict(run)
+    data["proposals"] = run.proposals
+    return data
+
+
+@verb(dream, "list")
+@click.option("--limit", type=click.IntRange(min=1), default=50, show_default=True)
+def dream_list(app: App, limit: int) -> None:
+    """Your dream runs (every run, for administrators), newest first."""
+    runs = app.service().list_dream_runs(app.principal, app.store, limit=limit)
+    lines = [
+        f"{r.id}  {r.status:<11} {r.created_at:%Y-%m-%d %H:%M}  {r.principal}  "
+        f"{r.processed}/{r.selected} sessions  {len(r.proposals)} proposals"
+        for r in runs
+    ]
+    emit(app.as_json, [_run_json(r) for r in runs], "\n".join(lines) or "no dream runs")
+
+
+@verb(dream, "show")
+@click.argument("run_id", metavar="RUN")
+def dream_show(app: App, run_id: str) -> None:
+    """A run's report (markdown; --json for the whole record)."""
+    from memdir.dream.report import markdown
+
+    run = app.service().get_dream_run(app.principal, app.store, run_id)
+    if run.report is None:
+        text = (
+            f"dream run {run.id} is {run.status}: {run.processed}/{run.selected} sessions read"
+            + (f"; {run.error}" if run.error else "")
+            + (f"\nresume it with `memdir dream --resume {run.id}`"
+               if run.status != "finished" else "")
+        )  # fmt: skip
+    else:
+        text = markdown(run.report)
+    emit(app.as_json, _run_json(run), text)
+
+
+@verb(dream, "revert")
+@click.argument("run_id", metavar="RUN")
+@provenance_options
+def dream_revert(app: App, run_id: str, **prov: Any) -> None:
+    """Undo every commit that came from the run's accepted proposals (newest first)."""
+    results = app.service().revert_dream_run(
+        app.principal, app.store, run_id, make_provenance(prov)
+    )
+    lines = [f"reverted into commit {r.commit} (revision {r.revision})" for r in results]
+    emit(app.as_json, results, "\n".join(lines) or f"dream run {run_id} has no accepted commits")

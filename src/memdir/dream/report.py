@@ -1,0 +1,131 @@
+"""The report a dream run ends with: JSON for machines, markdown for people.
+
+The JSON form is what the run row keeps and what ``memdir dream show --json``, REST and the SDK
+return; :func:`markdown` renders it. Every pattern the run found appears once, as ``proposed``
+(with the proposal id) or ``left out`` (with the reason); below-threshold noise is summarised
+after the first :data:`MAX_LEFT_OUT` by prevalence, so a large fleet's report stays readable.
+The report carries statistics and titles, not transcript excerpts: excerpts live on the
+proposals, where each viewer sees only those from transcripts it may read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Final
+
+from memdir.dream.model import Pattern
+
+__all__ = ["MAX_LEFT_OUT", "Outcome", "build", "markdown"]
+
+#: Left-out patterns listed one by one (most prevalent first); the rest are counted.
+MAX_LEFT_OUT: Final = 50
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """What became of one pattern: proposed as ``proposal``, or left out for ``reason``."""
+
+    pattern: Pattern
+    proposal: str | None
+    reason: str | None
+    paths: tuple[str, ...] = ()
+    rationale: str | None = None
+    confidence: float | None = None
+    flags: tuple[str, ...] = ()
+
+
+def _pattern_entry(outcome: Outcome) -> dict[str, Any]:
+    entry = {"title": outcome.pattern.title, **outcome.pattern.statistics()}
+    entry["subject"] = outcome.pattern.subject
+    if outcome.proposal is not None:
+        entry["decision"] = "proposed"
+        entry["proposal"] = outcome.proposal
+        entry["paths"] = list(outcome.paths)
+        entry["rationale"] = outcome.rationale
+        entry["confidence"] = outcome.confidence
+        if outcome.flags:
+            entry["flags"] = list(outcome.flags)
+    else:
+        entry["decision"] = "left out"
+        entry["reason"] = outcome.reason
+        if outcome.paths:
+            entry["paths"] = list(outcome.paths)
+    return entry
+
+
+def build(
+    header: dict[str, Any], outcomes: Sequence[Outcome], *, dry_run: bool = False
+) -> dict[str, Any]:
+    """The report: ``header`` (run, selection, counts, usage, timings) plus the patterns."""
+    proposed = [o for o in outcomes if o.proposal is not None or (dry_run and o.reason is None)]
+    left = [o for o in outcomes if o not in proposed]
+    left.sort(key=lambda o: (-o.pattern.sessions, o.pattern.id))
+    report = dict(header)
+    report["proposed"] = [_pattern_entry(o) for o in proposed]
+    report["left_out"] = [_pattern_entry(o) for o in left[:MAX_LEFT_OUT]]
+    report["left_out_more"] = max(0, len(left) - MAX_LEFT_OUT)
+    report["patterns_found"] = len(outcomes)
+    return report
+
+
+def _pct(value: Any) -> str:
+    return f"{100 * float(value):.1f} %" if isinstance(value, int | float) else "-"
+
+
+def markdown(report: dict[str, Any]) -> str:
+    """The report for people (what ``memdir dream show`` prints)."""
+    sessions = report.get("sessions", {})
+    lines = [
+        f"# Dream run {report.get('run')}",
+        "",
+        f"- store `{report.get('store')}` at revision {report.get('revision')}, run by "
+        f"`{report.get('principal')}`; status **{report.get('status')}**",
+        f"- sessions: {sessions.get('processed', 0)} read of {sessions.get('selected', 0)} "
+        f"selected; {sessions.get('agents', 0)} agents, {sessions.get('projects', 0)} projects",
+        f"- patterns found: {report.get('patterns_found', 0)}; proposed: "
+        f"{len(report.get('proposed', []))}; model: {report.get('model', 'offline')}",
+    ]
+    usage = report.get("usage")
+    if usage:
+        lines.append(
+            f"- model usage: {usage.get('requests', 0)} requests, "
+            f"{usage.get('input_tokens', 0)} input / {usage.get('output_tokens', 0)} output "
+            f"tokens, ${float(usage.get('cost_usd') or 0):.4f}"
+            + (" — **budget reached**, the rest ran offline" if report.get("budget_stopped")
+               else "")
+        )  # fmt: skip
+    if report.get("dry_run"):
+        lines.append("- dry run: nothing was queued for review")
+    lines += ["", "## Proposed", ""]
+    if not report.get("proposed"):
+        lines.append("Nothing met the thresholds.")
+    for entry in report.get("proposed", []):
+        lines += [
+            f"### {entry['title']}",
+            "",
+            f"- {entry['miner']} · {entry['sessions']}/{entry['sessions_selected']} sessions "
+            f"({_pct(entry.get('prevalence'))}) · {entry.get('agents', 0)} agents · "
+            f"coverage: {entry.get('coverage')} · confidence {entry.get('confidence')}",
+            f"- proposal `{entry.get('proposal') or '(dry run)'}` on "
+            + ", ".join(f"`{p}`" for p in entry.get("paths", [])),
+        ]
+        if entry.get("flags"):
+            lines.append(f"- flags: {', '.join(entry['flags'])}")
+        if entry.get("rationale"):
+            lines += ["", str(entry["rationale"])]
+        lines.append("")
+    lines += ["## Left out", ""]
+    if not report.get("left_out"):
+        lines.append("Nothing.")
+    else:
+        lines += ["| pattern | sessions | prevalence | why |", "|---|---|---|---|"]
+        for entry in report["left_out"]:
+            title = str(entry["title"]).replace("|", "\\|")[:90]
+            why = str(entry.get("reason") or "").replace("|", "\\|")
+            lines.append(
+                f"| {title} | {entry['sessions']} | {_pct(entry.get('prevalence'))} | {why} |"
+            )
+        if report.get("left_out_more"):
+            lines.append(f"\n…and {report['left_out_more']} less prevalent patterns.")
+    return "\n".join(lines) + "\n"

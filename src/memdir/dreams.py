@@ -1,0 +1,614 @@
+"""Dream runs in the service: select, mine, reduce, decide, propose, report — and revert.
+
+A run acts as one principal and sees only what that principal may read: transcripts by the
+transcripts' rule (read on every scope label), memory files by the policy. It never writes
+memory. Its output is proposals (origin ``dream``, naming the run) on paths the principal may
+propose to, each screened by the write guard like any write, and a report.
+
+Invariants and reasons:
+
+- **Pinned.** The run records the store revision and the memory manifest (path -> sha256 of
+  every readable file) when it starts, and an arrival window on transcripts (updated at or
+  before the start). A resumed run reloads the same memory by sha256 and the same transcripts,
+  so resuming gives the result an uninterrupted run would.
+- **Resumable.** Transcripts are visited in id order; every :data:`CHECKPOINT_EVERY` sessions
+  (or :data:`CHECKPOINT_SECONDS`) the engine state, the last id done and the model usage are
+  written to the run row in their own transaction. Proposals are queued one per transaction,
+  and a resumed run skips patterns it already proposed. ``dream(..., resume=RUN)`` continues a
+  run left ``running``, ``interrupted`` or ``failed``.
+- **Streaming.** Sessions are read a page at a time (:data:`PAGE` transcripts, their events in
+  one query) and handed to the engine one by one; nothing keeps the fleet in memory.
+- **Revertible.** An accepted dream proposal lands as a commit whose provenance names the run
+  (``session`` = run id, ``source_kind`` = ``dream``); :meth:`DreamsMixin.revert_dream_run`
+  reverts those commits, newest first.
+
+Who may see a run: the principal that ran it, and administrators.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field, replace
+from typing import Any, Final
+
+import sqlalchemy as sa
+
+from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, NotFound
+from memdir.core.frontmatter import parse_frontmatter
+from memdir.core.model import CommitResult, Principal, Provenance
+from memdir.dream.engine import Engine, EngineConfig, EngineResult
+from memdir.dream.model import Draft, MemoryFile, Session, Thresholds
+from memdir.dream.report import Outcome, build
+from memdir.dream.selection import Selection, load_events, select_page
+from memdir.history import HistoryMixin
+from memdir.proposals import ProposalsMixin, operation_paths
+from memdir.rows import aware, utcnow
+from memdir.screening import verdict
+from memdir.storage.repository import Repository, Row
+from memdir.storage.schema import dream_runs, proposals
+from memdir.transcripts.service import allowed as transcript_allowed
+from memdir.transcripts.store import info_from_row
+
+__all__ = ["DreamConfig", "DreamRun", "DreamsMixin", "Progress"]
+
+PAGE: Final = 100
+CHECKPOINT_EVERY: Final = 500
+CHECKPOINT_SECONDS: Final = 10.0
+RUN_STATUSES: Final = ("running", "interrupted", "failed", "finished")
+
+#: ``progress(stage, done, total)``; stages ``read``, ``model``, ``propose``.
+Progress = Callable[[str, int, int], None]
+
+
+@dataclass(frozen=True)
+class DreamConfig:
+    """What a run reads and how it decides (recorded on the run; a resume reuses it)."""
+
+    selection: Selection = field(default_factory=Selection)
+    since_last: bool = False
+    model: str = "offline"
+    instructions: str | None = None
+    budget_tokens: int | None = None
+    budget_usd: float | None = None
+    batches: bool = False
+    thresholds: Thresholds = field(default_factory=Thresholds)
+    miners: tuple[str, ...] | None = None
+    dry_run: bool = False
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "since_last": self.since_last,
+            "model": self.model,
+            "instructions": self.instructions,
+            "budget_tokens": self.budget_tokens,
+            "budget_usd": self.budget_usd,
+            "batches": self.batches,
+            "thresholds": {
+                "min_sessions": self.thresholds.min_sessions,
+                "min_prevalence": self.thresholds.min_prevalence,
+                "per_miner": dict(self.thresholds.per_miner),
+                "max_examples": self.thresholds.max_examples,
+            },
+            "miners": list(self.miners) if self.miners is not None else None,
+            "dry_run": self.dry_run,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], selection: Selection) -> DreamConfig:
+        t = data.get("thresholds") or {}
+        miners = data.get("miners")
+        return cls(
+            selection=selection,
+            since_last=bool(data.get("since_last")),
+            model=str(data.get("model") or "offline"),
+            instructions=data.get("instructions"),
+            budget_tokens=data.get("budget_tokens"),
+            budget_usd=data.get("budget_usd"),
+            batches=bool(data.get("batches")),
+            thresholds=Thresholds(**t) if t else Thresholds(),
+            miners=tuple(miners) if miners is not None else None,
+            dry_run=bool(data.get("dry_run")),
+        )
+
+
+@dataclass(frozen=True)
+class DreamRun:
+    """A run as its principal and administrators see it."""
+
+    id: str
+    store: str
+    principal: str
+    status: str
+    revision: int
+    selection: dict[str, Any]
+    config: dict[str, Any]
+    selected: int
+    processed: int
+    usage: dict[str, Any] | None
+    report: dict[str, Any] | None
+    error: str | None
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    finished_at: dt.datetime | None
+
+    @property
+    def proposals(self) -> list[str]:
+        """Ids of the proposals the run queued (from its report)."""
+        entries = (self.report or {}).get("proposed", [])
+        return [e["proposal"] for e in entries if e.get("proposal")]
+
+
+def _run_view(row: Row, store: str) -> DreamRun:
+    return DreamRun(
+        id=row.id, store=store, principal=row.principal, status=row.status,
+        revision=row.revision, selection=row.selection, config=row.config,
+        selected=row.selected, processed=row.processed, usage=row.usage, report=row.report,
+        error=row.error, created_at=aware(row.created_at), updated_at=aware(row.updated_at),
+        finished_at=aware(row.finished_at) if row.finished_at else None,
+    )  # fmt: skip
+
+
+class _State:
+    """What a run carries between checkpoints."""
+
+    def __init__(self, engine: Engine, last_id: str | None, processed: int) -> None:
+        self.engine = engine
+        self.last_id = last_id
+        self.processed = processed
+        self.agents: set[str] = set()
+        self.projects: set[str] = set()
+
+
+class DreamsMixin(HistoryMixin, ProposalsMixin):
+    """Run, list, show and revert dream runs; see the module docstring."""
+
+    # --- run ------------------------------------------------------------------------------
+
+    def dream(
+        self,
+        principal: Principal,
+        store: str,
+        config: DreamConfig | None = None,
+        *,
+        resume: str | None = None,
+        progress: Progress | None = None,
+    ) -> DreamRun:
+        """Run a dream (or continue run ``resume``) and return it, finished, with its report."""
+        if resume is not None:
+            row, config = self._resume_row(principal, store, resume)
+        else:
+            row, config = self._start_row(principal, store, config or DreamConfig())
+        run_id = row.id
+        try:
+            return self._execute(principal, store, row, config, progress)
+        except KeyboardInterrupt:
+            self._update_run(run_id, status="interrupted", error="interrupted")
+            raise
+        except Exception as exc:
+            self._update_run(run_id, status="failed", error=f"{type(exc).__name__}: {exc}")
+            raise
+
+    def _start_row(
+        self, principal: Principal, store: str, config: DreamConfig
+    ) -> tuple[Row, DreamConfig]:
+        now = utcnow()
+        with self.db.write() as repo:
+            srow = self._store_row(repo, store)
+            access = self._access(repo, srow.id, principal)
+            selection = replace(config.selection, arrived_until=now)
+            if config.since_last:
+                earlier = repo.conn.execute(
+                    sa.select(dream_runs.c.created_at, dream_runs.c.config)
+                    .where(
+                        dream_runs.c.store_id == srow.id,
+                        dream_runs.c.principal == principal.id,
+                        dream_runs.c.status == "finished",
+                    )
+                    .order_by(dream_runs.c.created_at.desc())
+                )
+                # A dry run queued nothing: "since the last run" means the last real one.
+                last = next((r for r in earlier if not (r.config or {}).get("dry_run")), None)
+                if last is not None:
+                    selection = replace(selection, arrived_after=aware(last.created_at))
+            config = replace(config, selection=selection)
+            manifest = {
+                head.path: head.sha256
+                for head in repo.heads_under(srow.id, "/", with_content=False)
+                if access.can_read(head.path)
+            }
+            run_id = "d_" + uuid.uuid4().hex[:20]
+            repo.conn.execute(
+                sa.insert(dream_runs).values(
+                    id=run_id, store_id=srow.id, principal=principal.id, status="running",
+                    revision=srow.revision, selection=selection.to_json(),
+                    config=config.to_json(), memory=manifest, selected=0, processed=0,
+                    checkpoint=None, usage=None, report=None, error=None, created_at=now,
+                    updated_at=now, finished_at=None,
+                )
+            )  # fmt: skip
+            row = self._run_row(repo, srow.id, principal, run_id)
+        return row, config
+
+    def _resume_row(self, principal: Principal, store: str, run_id: str) -> tuple[Row, DreamConfig]:
+        with self.db.write() as repo:
+            srow = self._store_row(repo, store)
+            row = self._run_row(repo, srow.id, principal, run_id)
+            if row.status == "finished":
+                raise Conflict(
+                    f"dream run {run_id} already finished; start a new run instead",
+                    run=run_id,
+                    status=row.status,
+                )
+            if row.principal != principal.id:
+                raise Forbidden(f"dream run {run_id} belongs to {row.principal}; only it resumes")
+            repo.conn.execute(
+                sa.update(dream_runs)
+                .where(dream_runs.c.id == run_id)
+                .values(status="running", error=None, updated_at=utcnow())
+            )
+            row = self._run_row(repo, srow.id, principal, run_id)
+        config = DreamConfig.from_json(row.config, Selection.from_json(row.selection))
+        return row, config
+
+    def _memory(self, store_id: int, manifest: dict[str, str]) -> list[MemoryFile]:
+        files: list[MemoryFile] = []
+        with self.db.read() as repo:
+            for path in sorted(manifest):
+                sha = manifest[path]
+                content = repo.blob(store_id, sha)
+                if content is None:  # redacted or purged since the run started
+                    continue
+                try:
+                    front = parse_frontmatter(content).raw
+                except MemdirError:
+                    front = {}
+                files.append(MemoryFile(path, content, sha, front))
+        return files
+
+    def _execute(
+        self,
+        principal: Principal,
+        store: str,
+        row: Row,
+        config: DreamConfig,
+        progress: Progress | None,
+    ) -> DreamRun:
+        began = time.perf_counter()
+        memory = self._memory(row.store_id, dict(row.memory))
+        created = aware(row.created_at)
+        engine_config = EngineConfig(thresholds=config.thresholds, miners=config.miners)
+        checkpoint = json.loads(row.checkpoint) if row.checkpoint else None
+        if checkpoint is None:
+            state = _State(Engine(engine_config, memory, created), None, 0)
+        else:
+            engine = Engine.restore(engine_config, memory, created, checkpoint["engine"])
+            state = _State(engine, checkpoint["last_id"], int(checkpoint["processed"]))
+            state.agents = set(checkpoint.get("agents", []))
+            state.projects = set(checkpoint.get("projects", []))
+        assistant = _assistant(config, checkpoint)
+        selected = self._count_selected(principal, row.store_id, config.selection)
+        self._update_run(row.id, selected=selected)
+        self._mine(principal, row, config, state, assistant, selected, memory, progress)
+        result = state.engine.finish()
+        drafts = result.drafts
+        if assistant is not None and drafts and not _stopped(assistant):
+            drafts = assistant.write(drafts, memory)
+        outcomes = self._queue_drafts(principal, store, row, config, result, drafts, progress)
+        usage = assistant.usage.to_json() if assistant is not None else None
+        header = {
+            "run": row.id, "store": store, "principal": principal.id, "status": "finished",
+            "revision": row.revision, "created_at": created.isoformat(),
+            "finished_at": utcnow().isoformat(), "selection": row.selection,
+            "model": config.model, "dry_run": config.dry_run,
+            "thresholds": config.to_json()["thresholds"],
+            "sessions": {
+                "selected": selected, "processed": state.processed,
+                "agents": len(state.agents), "projects": len(state.projects),
+            },
+            "memory_files": len(memory), "usage": usage,
+            "budget_stopped": bool(assistant is not None and _stopped(assistant)),
+            "seconds": round(time.perf_counter() - began, 3),
+        }  # fmt: skip
+        report = build(header, outcomes, dry_run=config.dry_run)
+        self._update_run(
+            row.id, status="finished", report=report, usage=usage, finished_at=utcnow(),
+            processed=state.processed, checkpoint=None,
+        )  # fmt: skip
+        return self.get_dream_run(principal, store, row.id)
+
+    def _candidates(
+        self, principal: Principal, store_id: int, selection: Selection, after: str | None
+    ) -> Iterator[tuple[list[Any], str]]:
+        """Pages of readable transcript rows in id order after ``after`` (within the limit),
+        each with the last candidate id it covered (the checkpoint cursor)."""
+        taken = 0
+        while True:
+            with self.db.read() as repo:
+                access = self._access(repo, store_id, principal)
+                rows = select_page(repo, store_id, selection, after, PAGE)
+            if not rows:
+                return
+            after = rows[-1].id
+            page = [r for r in rows if transcript_allowed(access, info_from_row(r).scopes(),
+                                                          "read")]  # fmt: skip
+            if selection.limit is not None:
+                page = page[: max(0, selection.limit - taken)]
+            taken += len(page)
+            yield page, after
+            if selection.limit is not None and taken >= selection.limit:
+                return
+
+    def _count_selected(self, principal: Principal, store_id: int, selection: Selection) -> int:
+        return sum(len(page) for page, _ in self._candidates(principal, store_id, selection, None))
+
+    def _mine(
+        self,
+        principal: Principal,
+        row: Row,
+        config: DreamConfig,
+        state: _State,
+        assistant: Any,
+        selected: int,
+        memory: list[MemoryFile],
+        progress: Progress | None,
+    ) -> None:
+        last_save = time.monotonic()
+        since_save = 0
+        buffer: list[Session] = []
+        remaining = replace(
+            config.selection,
+            limit=None if config.selection.limit is None
+            else max(1, config.selection.limit - state.processed),
+        )  # fmt: skip
+        if config.selection.limit is not None and state.processed >= config.selection.limit:
+            return
+        for rows, page_last in self._candidates(principal, row.store_id, remaining, state.last_id):
+            with self.db.read() as repo:
+                events = load_events(repo, [r.id for r in rows])
+            for r in rows:
+                session = Session(info_from_row(r), events.pop(r.id))
+                state.engine.add(session)
+                state.agents.add(r.agent or "")
+                state.projects.add(r.project or "")
+                if assistant is not None and not _stopped(assistant):
+                    buffer.append(session)
+                state.processed += 1
+                since_save += 1
+            state.last_id = page_last
+            if (
+                assistant is not None
+                and len(buffer) >= assistant.batch_size * assistant.concurrency
+            ):
+                self._review(assistant, buffer, state, memory, progress)
+            if progress is not None:
+                progress("read", state.processed, selected)
+            due = since_save >= CHECKPOINT_EVERY or time.monotonic() - last_save > (
+                CHECKPOINT_SECONDS
+            )
+            if due and not buffer:
+                self._checkpoint(row.id, state, assistant)
+                last_save, since_save = time.monotonic(), 0
+        if assistant is not None and buffer:
+            self._review(assistant, buffer, state, memory, progress)
+
+    def _review(
+        self,
+        assistant: Any,
+        buffer: list[Session],
+        state: _State,
+        memory: list[MemoryFile],
+        progress: Progress | None,
+    ) -> None:
+        for info, signal in assistant.review(list(buffer), memory):
+            state.engine.add_signals(info, [signal])
+        buffer.clear()
+        if progress is not None:
+            progress("model", assistant.usage.requests, 0)
+
+    def _checkpoint(self, run_id: str, state: _State, assistant: Any) -> None:
+        data = {
+            "engine": state.engine.state(),
+            "last_id": state.last_id,
+            "processed": state.processed,
+            "agents": sorted(state.agents),
+            "projects": sorted(state.projects),
+            "usage": assistant.usage.to_json() if assistant is not None else None,
+        }
+        self._update_run(
+            run_id,
+            checkpoint=json.dumps(data, separators=(",", ":"), sort_keys=True),
+            processed=state.processed,
+            usage=data["usage"],
+        )
+
+    def _update_run(self, run_id: str, **values: Any) -> None:
+        with self.db.write() as repo:
+            repo.conn.execute(
+                sa.update(dream_runs)
+                .where(dream_runs.c.id == run_id)
+                .values(updated_at=utcnow(), **values)
+            )
+
+    # --- propose --------------------------------------------------------------------------
+
+    def _queue_drafts(
+        self,
+        principal: Principal,
+        store: str,
+        row: Row,
+        config: DreamConfig,
+        result: EngineResult,
+        drafts: list[Draft],
+        progress: Progress | None,
+    ) -> list[Outcome]:
+        """Queue each draft as a proposal (or record why not); one transaction per draft."""
+        outcomes = [Outcome(p, None, reason) for p, reason in result.left_out]
+        with self.db.read() as repo:
+            done = {
+                (p.statistics or {}).get("pattern"): p.id
+                for p in repo.conn.execute(
+                    sa.select(proposals.c.id, proposals.c.statistics).where(
+                        proposals.c.run_id == row.id
+                    )
+                )
+            }
+        for index, draft in enumerate(drafts):
+            paths = tuple(sorted({p for op in draft.operations for p in operation_paths(op)}))
+            pattern = draft.pattern
+            if pattern.id in done:
+                outcomes.append(_proposed(draft, done[pattern.id], paths))
+                continue
+            if config.dry_run:
+                outcomes.append(Outcome(pattern, None, None, paths, draft.rationale,
+                                        draft.confidence, tuple(draft.flags)))  # fmt: skip
+                continue
+            try:
+                pid = self._propose_draft(principal, store, row, draft)
+            except (Forbidden, NotFound) as exc:
+                reason = f"no propose right on {', '.join(paths)}: {exc}"
+                outcomes.append(Outcome(pattern, None, reason, paths))
+            except MemdirError as exc:
+                outcomes.append(Outcome(pattern, None, f"refused: {exc}", paths))
+            else:
+                outcomes.append(_proposed(draft, pid, paths))
+            if progress is not None:
+                progress("propose", index + 1, len(drafts))
+        return outcomes
+
+    def _propose_draft(self, principal: Principal, store: str, row: Row, draft: Draft) -> str:
+        provenance = Provenance(session=row.id, reason=draft.rationale[:4000], source_kind="dream")
+        found = self._screen_ops(draft.operations, provenance)
+        with self.db.write() as repo:
+            srow = self._store_row(repo, store)
+            self._writable_store(srow)
+            access = self._access(repo, srow.id, principal)
+            for op in draft.operations:
+                for path in operation_paths(op):
+                    access.require("propose", path)
+            screened = verdict(found, self._policy(repo, srow.id))  # raises on a reject
+            findings = [*screened.findings, *({"rule": f, "category": "dream"}
+                                              for f in draft.flags)]  # fmt: skip
+            return self._insert_proposal(
+                repo, srow.id, principal, draft.operations, origin="dream",
+                rationale=draft.rationale, evidence=draft.evidence,
+                statistics=draft.statistics(), findings=findings or None,
+                provenance=provenance, run_id=row.id,
+            )  # fmt: skip
+
+    # --- read -----------------------------------------------------------------------------
+
+    def _run_row(self, repo: Repository, store_id: int, principal: Principal, run_id: str) -> Row:
+        row = repo.conn.execute(
+            sa.select(dream_runs).where(
+                dream_runs.c.id == run_id, dream_runs.c.store_id == store_id
+            )
+        ).first()
+        admin = principal.is_owner or "admins" in principal.groups
+        if row is None or not (admin or row.principal == principal.id):
+            raise NotFound(f"no dream run {run_id!r} in this store; see `memdir dream list`")
+        return row
+
+    def list_dream_runs(
+        self, principal: Principal, store: str, *, limit: int = 50
+    ) -> list[DreamRun]:
+        """The caller's runs (every run, for administrators), newest first."""
+        if limit < 1:
+            raise InvalidInput(f"limit must be at least 1, received {limit}")
+        with self.db.read() as repo:
+            srow = self._store_row(repo, store)
+            query = sa.select(dream_runs).where(dream_runs.c.store_id == srow.id)
+            if not (principal.is_owner or "admins" in principal.groups):
+                query = query.where(dream_runs.c.principal == principal.id)
+            rows = repo.conn.execute(
+                query.order_by(dream_runs.c.created_at.desc(), dream_runs.c.id).limit(limit)
+            ).all()
+            return [_run_view(r, srow.name) for r in rows]
+
+    def get_dream_run(self, principal: Principal, store: str, run_id: str) -> DreamRun:
+        with self.db.read() as repo:
+            srow = self._store_row(repo, store)
+            return _run_view(self._run_row(repo, srow.id, principal, run_id), srow.name)
+
+    def revert_dream_run(
+        self,
+        principal: Principal,
+        store: str,
+        run_id: str,
+        provenance: Provenance | None = None,
+    ) -> list[CommitResult]:
+        """Revert every commit that came from the run's accepted proposals, newest first.
+
+        Needs the rights each revert needs (write on the files). Refused (:class:`Conflict`)
+        when a file changed since its commit; earlier reverts of the same call stay done and
+        the error says which commit is left.
+        """
+        with self.db.read() as repo:
+            srow = self._store_row(repo, store)
+            self._run_row(repo, srow.id, principal, run_id)
+            commits = [
+                r.commit_id
+                for r in repo.conn.execute(
+                    sa.select(proposals.c.commit_id)
+                    .where(
+                        proposals.c.run_id == run_id,
+                        proposals.c.status == "accepted",
+                        proposals.c.commit_id.is_not(None),
+                    )
+                    .order_by(proposals.c.reviewed_at.desc(), proposals.c.id)
+                )
+            ]
+        base = provenance or Provenance(
+            session=run_id, reason=f"revert dream run {run_id}", source_kind="dream"
+        )
+        key = base.idempotency_key
+        return [  # one key per commit: a repeated call replays each revert, none twice
+            self.revert_commit(
+                principal, store, cid,
+                replace(base, idempotency_key=f"{key}:{cid}"[:4000] if key else None),
+            )
+            for cid in commits
+        ]  # fmt: skip
+
+
+def _proposed(draft: Draft, pid: str, paths: tuple[str, ...]) -> Outcome:
+    return Outcome(draft.pattern, pid, None, paths, draft.rationale, draft.confidence,
+                   tuple(draft.flags))  # fmt: skip
+
+
+def _window(assistant: Any) -> int:
+    """Sessions to buffer before a model review: every sub-agent gets a full batch."""
+    return int(assistant.batch_size * assistant.concurrency)
+
+
+def _stopped(assistant: Any) -> bool:
+    """The model is out of budget (or failed for good): the run goes on offline."""
+    return bool(assistant.state.stopped)
+
+
+def _assistant(config: DreamConfig, checkpoint: dict[str, Any] | None) -> Any:
+    """The model orchestrator for ``config.model`` (None offline), usage restored on resume."""
+    if config.model == "offline":
+        return None
+    from memdir.dream.llm import Assistant, Budget, model_from_spec
+
+    port = model_from_spec(config.model)
+    if port is None:
+        return None
+    assistant = Assistant(
+        port,
+        instructions=config.instructions or "",
+        budget=Budget(tokens=config.budget_tokens, usd=config.budget_usd),
+        use_batches=config.batches,
+    )
+    if checkpoint and checkpoint.get("usage"):  # a resumed run keeps counting its spend
+        saved = checkpoint["usage"]
+        for name in ("requests", "batched_requests", "retries", "failures", "input_tokens",
+                     "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
+                     "cost_usd"):  # fmt: skip
+            if isinstance(saved.get(name), int | float):
+                setattr(assistant.usage, name, saved[name])
+    return assistant
