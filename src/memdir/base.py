@@ -6,19 +6,29 @@ check, the commit row with its provenance, the operations through a
 :class:`~memdir.writer.CommitWriter` (which checks the ``write`` right on every path it
 touches), and the stored result. Any exception rolls the whole transaction back, so a commit
 applies completely or not at all.
+
+:meth:`ServiceBase.idempotent` gives mutations that make no commit (stores, principals, tokens,
+proposal reviews) the same ``Idempotency-Key`` behaviour through the ``idempotency_keys``
+table: the key is reserved (same principal, same key) before the mutation runs and the result
+recorded after it; a repeat returns the recorded result, a key reused for another request is an
+:class:`IdempotencyMismatch`, and a failed attempt releases the key. A reservation left by an
+attempt that died half-way is taken over after :data:`IN_FLIGHT_SECONDS`.
 """
 
 from __future__ import annotations
 
+import datetime as dt
 import hashlib
 import json
 import secrets
 from collections.abc import Callable, Sequence
-from typing import Any
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
 
 from memdir.access import Access, PolicyCache
 from memdir.core.content import DEFAULT_MAX_BYTES
-from memdir.core.errors import Forbidden, IdempotencyMismatch, InvalidInput, NotFound
+from memdir.core.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidInput, NotFound
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
 from memdir.core.policy import Policy
@@ -26,9 +36,16 @@ from memdir.rows import utcnow
 from memdir.screening import Screen, Screened, screen_operations
 from memdir.storage.database import Database
 from memdir.storage.repository import Repository, Row
+from memdir.storage.schema import idempotency_keys
 from memdir.writer import CommitWriter
 
-__all__ = ["ServiceBase", "unknown_store"]
+__all__ = ["IN_FLIGHT_SECONDS", "ServiceBase", "unknown_store"]
+
+T = TypeVar("T")
+
+#: How long a reserved key whose attempt has not finished refuses a repeat (Conflict) before
+#: the repeat may take it over (the first attempt is presumed dead).
+IN_FLIGHT_SECONDS = 60
 
 
 class _Replay(Exception):
@@ -180,6 +197,88 @@ class ServiceBase:
             )
         # Leaving the transaction by exception rolls back the revision increment.
         raise _Replay(CommitResult.from_dict(json.loads(previous.result), replayed=True))
+
+    def idempotent(
+        self,
+        principal: Principal,
+        key: str | None,
+        request: Any,
+        run: Callable[[], T],
+        dump: Callable[[T], Any],
+        load: Callable[[Any], T],
+    ) -> tuple[T, bool]:
+        """``run()`` once per (principal, ``key``): returns (result, replayed).
+
+        ``request`` (JSON) identifies what was asked; ``dump``/``load`` turn the result into
+        JSON and back for the record (leave secrets out of ``dump``). Without a key, ``run()``
+        runs as it is. A repeat of the same request returns ``load(recorded)`` and
+        ``replayed=True`` without running; another request with the key raises
+        IdempotencyMismatch; a repeat while the first attempt still runs raises Conflict.
+        """
+        if key is None:
+            return run(), False
+        key_hash = hashlib.sha256(key.encode("utf-8", "surrogatepass")).hexdigest()
+        where = (
+            idempotency_keys.c.principal == principal.id,
+            idempotency_keys.c.key_hash == key_hash,
+        )
+        request_hash = _request_hash(request)
+        recorded = self._reserve(principal, key, key_hash, where, request_hash)
+        if recorded is not None:
+            return load(json.loads(recorded)), True
+        try:
+            value = run()
+        except BaseException:
+            with self.db.write() as repo:  # a failed attempt does not consume the key
+                repo.conn.execute(
+                    sa.delete(idempotency_keys).where(*where, idempotency_keys.c.result.is_(None))
+                )
+            raise
+        with self.db.write() as repo:
+            repo.conn.execute(
+                sa.update(idempotency_keys).where(*where).values(result=json.dumps(dump(value)))
+            )
+        return value, False
+
+    def _reserve(
+        self,
+        principal: Principal,
+        key: str,
+        key_hash: str,
+        where: tuple[Any, ...],
+        request_hash: str,
+    ) -> str | None:
+        """Reserve the key for this attempt, or return the first attempt's recorded result."""
+        now = utcnow()
+        with self.db.write() as repo:
+            row = repo.conn.execute(sa.select(idempotency_keys).where(*where)).first()
+            if row is None:
+                repo.conn.execute(
+                    sa.insert(idempotency_keys).values(
+                        principal=principal.id, key_hash=key_hash, key=key,
+                        request_hash=request_hash, result=None, created_at=now,
+                    )
+                )  # fmt: skip
+                return None
+            if row.request_hash != request_hash:
+                raise IdempotencyMismatch(
+                    f"idempotency key {key!r} was already used for a different request; use a "
+                    "new key for a new change",
+                    idempotency_key=key,
+                )
+            if row.result is not None:
+                return str(row.result)
+            started = row.created_at if row.created_at.tzinfo else row.created_at.replace(
+                tzinfo=dt.UTC
+            )  # fmt: skip
+            if now - started < dt.timedelta(seconds=IN_FLIGHT_SECONDS):
+                raise Conflict(
+                    f"a request with idempotency key {key!r} is still being processed; retry "
+                    "in a few seconds to get its result",
+                    idempotency_key=key,
+                )
+            repo.conn.execute(sa.update(idempotency_keys).where(*where).values(created_at=now))
+            return None
 
 
 def new_commit_id() -> str:

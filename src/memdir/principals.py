@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from memdir.base import ServiceBase
 from memdir.core.errors import Conflict, InvalidInput, NotFound, Unauthenticated
 from memdir.core.globs import compile_glob
-from memdir.core.model import Principal, TokenScope
+from memdir.core.model import OWNER, Principal, TokenScope
 from memdir.core.policy import ACTIONS
 from memdir.rows import aware, utcnow
 from memdir.storage.schema import principals, tokens
@@ -44,7 +44,7 @@ class PrincipalInfo:
     projects: tuple[str, ...]
     tasks: tuple[str, ...]
     acts_for: str | None
-    created_at: dt.datetime
+    created_at: dt.datetime | None  # None for the database owner, which is never registered
 
 
 @dataclass(frozen=True)
@@ -153,8 +153,11 @@ class PrincipalsMixin(ServiceBase):
         return [_info(r) for r in rows]
 
     def principal_info(self, actor: Principal, principal_id: str) -> PrincipalInfo:
+        """A registered principal, or the database owner (never registered: no ``created_at``)."""
         if actor.id != principal_id:
             self._require_admin(actor)
+        if principal_id == OWNER.id:
+            return PrincipalInfo(OWNER.id, "owner", (), (), (), None, None)
         with self.db.read() as repo:
             row = repo.conn.execute(
                 sa.select(principals).where(principals.c.id == principal_id)

@@ -35,9 +35,11 @@ __all__ = [
     "Ctx",
     "Cursor",
     "FilePath",
+    "IdempotencyKey",
     "Limit",
     "Prov",
     "StoreName",
+    "commit_headers",
     "commit_response",
     "cursor_key",
     "dump_json",
@@ -46,6 +48,7 @@ __all__ = [
     "methods_by_route",
     "offset_of",
     "offset_page",
+    "once",
     "parse_if_match",
     "render",
     "v1_router",
@@ -194,6 +197,53 @@ def merged(headers: Provenance, body: ProvenanceFields) -> Provenance:
     )
 
 
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        description="Retry-safe key: repeating it returns the first attempt's result.",
+    ),
+]
+
+
+async def once(
+    ctx: Caller,
+    key: str | None,
+    request: list[Any],
+    run: Callable[[], Any],
+    *,
+    status: int = 200,
+    headers: Callable[[Any], dict[str, str]] | None = None,
+    keep_out: tuple[str, ...] = (),
+) -> Response:
+    """Run a mutation that makes no commit at most once per ``Idempotency-Key``.
+
+    ``request`` names the route and its arguments (a key reused for another request is 409
+    ``idempotency_mismatch``); ``run()`` returns the response body's value. A repeat answers
+    with the first attempt's status and body and ``Idempotent-Replayed: true``; body keys in
+    ``keep_out`` (a token's secret) are not recorded, so a replay shows them as null.
+    """
+
+    def body() -> Any:
+        value = run()
+        return None if value is None else _JSON.dump_python(value, mode="json")
+
+    def record(data: Any) -> Any:
+        if isinstance(data, dict) and keep_out:
+            return {k: (None if k in keep_out else v) for k, v in data.items()}
+        return data
+
+    result, replayed = await run_in_threadpool(
+        ctx.service.idempotent, ctx.principal, _utf8(key), request, body, record, lambda d: d
+    )
+    sent = headers(result) if headers is not None and result is not None else {}
+    if replayed:
+        sent["Idempotent-Replayed"] = "true"
+    if result is None:
+        return Response(status_code=status, headers=sent)
+    return render(result, status, sent)
+
+
 def parse_if_match(value: str | None) -> str | None:
     """An ``If-Match`` value: one sha256, quoted as an ETag or bare."""
     if value is None:
@@ -252,6 +302,15 @@ def commit_response(result: CommitResult, status: int = 200) -> Response:
     if result.replayed:
         headers["Idempotent-Replayed"] = "true"
     return render(result, status, headers)
+
+
+def commit_headers(result: dict[str, Any]) -> dict[str, str]:
+    """:func:`commit_response`'s headers from a commit result's JSON."""
+    headers = {"X-Memdir-Revision": str(result["revision"])}
+    first = result["results"][0] if result.get("results") else None
+    if first is not None and first.get("sha256"):
+        headers["ETag"] = f'"{first["sha256"]}"'
+    return headers
 
 
 # --- pagination ----------------------------------------------------------------------------

@@ -13,6 +13,9 @@ Tables and their invariants:
   ``sha256`` is NULL for deletions and for redacted versions.
 - ``commits``: one row per atomic change set, with provenance and the store revision it made;
   ``(store_id, actor, idempotency_key)`` is unique and holds the first attempt's result.
+- ``idempotency_keys``: the same for mutations that make no commit (stores, principals,
+  tokens, proposal reviews): per (principal, sha256 of the key), the request's hash and the
+  first attempt's result — NULL while that attempt is still running.
 
 Paths compare in binary order on both dialects (``COLLATE "C"`` on PostgreSQL), which the
 directory range scans of :func:`memdir.core.paths.descendant_range` rely on. The full-text
@@ -30,6 +33,7 @@ __all__ = [
     "dream_runs",
     "files",
     "heads",
+    "idempotency_keys",
     "metadata",
     "principals",
     "proposals",
@@ -41,7 +45,7 @@ __all__ = [
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0005"
+HEAD_REVISION = "0006"
 
 metadata = sa.MetaData(
     naming_convention={
@@ -292,4 +296,15 @@ dream_runs = sa.Table(
     sa.Column("updated_at", Time, nullable=False),
     sa.Column("finished_at", Time, nullable=True),
     sa.Index(None, "store_id", "created_at"),
+)
+
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    sa.Column("principal", sa.String(200), primary_key=True),
+    sa.Column("key_hash", Sha, primary_key=True),  # keys may be long; index their hash
+    sa.Column("key", sa.Text, nullable=False),
+    sa.Column("request_hash", Sha, nullable=False),
+    sa.Column("result", sa.Text, nullable=True),
+    sa.Column("created_at", Time, nullable=False),
 )

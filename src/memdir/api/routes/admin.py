@@ -15,6 +15,7 @@ from fastapi.responses import Response
 from memdir.api.deps import (
     Ctx,
     Cursor,
+    IdempotencyKey,
     Limit,
     Prov,
     StoreName,
@@ -23,6 +24,7 @@ from memdir.api.deps import (
     merged,
     offset_of,
     offset_page,
+    once,
     render,
     v1_router,
 )
@@ -49,9 +51,12 @@ async def list_stores(ctx: Ctx, cursor: Cursor = None, limit: Limit = 100) -> Re
 
 @router.post("/stores", response_model=StoreInfo, status_code=201, tags=["stores"],
              summary="Create a store")  # fmt: skip
-async def create_store(ctx: Ctx, body: StoreBody) -> Response:
-    info = await ctx.call(ctx.service.create_store, body.name, exist_ok=body.exist_ok)
-    return render(info, 201, {"Location": f"/v1/stores/{info.name}"})
+async def create_store(ctx: Ctx, body: StoreBody, key: IdempotencyKey = None) -> Response:
+    return await once(
+        ctx, key, ["create_store", body.model_dump()],
+        lambda: ctx.service.create_store(ctx.principal, body.name, exist_ok=body.exist_ok),
+        status=201, headers=lambda info: {"Location": f"/v1/stores/{info['name']}"},
+    )  # fmt: skip
 
 
 @router.get("/stores/{store}", response_model=StoreInfo, tags=["stores"], summary="A store")
@@ -61,16 +66,17 @@ async def show_store(ctx: Ctx, store: StoreName) -> Response:
 
 @router.post("/stores/{store}/archive", response_model=StoreInfo, tags=["stores"],
              summary="Archive a store")  # fmt: skip
-async def archive_store(ctx: Ctx, store: StoreName) -> Response:
+async def archive_store(ctx: Ctx, store: StoreName, key: IdempotencyKey = None) -> Response:
     """Make the store read-only for good (there is no unarchive)."""
-    return render(await ctx.call(ctx.service.archive_store, store))
+    run = lambda: ctx.service.archive_store(ctx.principal, store)  # noqa: E731
+    return await once(ctx, key, ["archive_store", store], run)
 
 
 @router.delete("/stores/{store}", status_code=204, tags=["stores"], summary="Delete a store")
-async def delete_store(ctx: Ctx, store: StoreName) -> Response:
+async def delete_store(ctx: Ctx, store: StoreName, key: IdempotencyKey = None) -> Response:
     """Delete the store with all its files, history and proposals."""
-    await ctx.call(ctx.service.delete_store, store)
-    return Response(status_code=204)
+    run = lambda: ctx.service.delete_store(ctx.principal, store)  # noqa: E731
+    return await once(ctx, key, ["delete_store", store], run, status=204)
 
 
 # --- principals and tokens ---------------------------------------------------------------------
@@ -91,12 +97,14 @@ async def list_principals(ctx: Ctx, cursor: Cursor = None, limit: Limit = 100) -
 
 @router.post("/principals", response_model=PrincipalInfo, status_code=201, tags=["principals"],
              summary="Register a principal")  # fmt: skip
-async def add_principal(ctx: Ctx, body: PrincipalBody) -> Response:
-    info = await ctx.call(
-        ctx.service.add_principal, body.id, groups=tuple(body.groups),
-        projects=tuple(body.projects), tasks=tuple(body.tasks), acts_for=body.acts_for,
-    )  # fmt: skip
-    return render(info, 201)
+async def add_principal(ctx: Ctx, body: PrincipalBody, key: IdempotencyKey = None) -> Response:
+    def run() -> PrincipalInfo:
+        return ctx.service.add_principal(
+            ctx.principal, body.id, groups=tuple(body.groups), projects=tuple(body.projects),
+            tasks=tuple(body.tasks), acts_for=body.acts_for,
+        )  # fmt: skip
+
+    return await once(ctx, key, ["add_principal", body.model_dump()], run, status=201)
 
 
 @router.get("/principals/{principal_id}", response_model=PrincipalInfo, tags=["principals"],
@@ -128,14 +136,24 @@ async def list_tokens(
 
 @router.post("/tokens", response_model=TokenInfo, status_code=201, tags=["tokens"],
              summary="Create a token")  # fmt: skip
-async def create_token(ctx: Ctx, body: TokenBody) -> Response:
-    """Create a token; the secret (``token``) is in this response only — store it now."""
+async def create_token(ctx: Ctx, body: TokenBody, key: IdempotencyKey = None) -> Response:
+    """Create a token; the secret (``token``) is in this response only — store it now.
+
+    A repeat with the same ``Idempotency-Key`` returns the token's metadata with ``token``
+    null: only the secret's hash is kept, so if the first response was lost, revoke that token
+    and create another."""
     expires = dt.timedelta(seconds=body.expires_in) if body.expires_in else None
-    info = await ctx.call(
-        ctx.service.create_token, body.principal, name=body.name, paths=tuple(body.paths),
-        actions=tuple(body.actions), expires_in=expires,
+
+    def run() -> TokenInfo:
+        return ctx.service.create_token(
+            ctx.principal, body.principal, name=body.name, paths=tuple(body.paths),
+            actions=tuple(body.actions), expires_in=expires,
+        )  # fmt: skip
+
+    return await once(
+        ctx, key, ["create_token", body.model_dump()], run, status=201,
+        headers=lambda _: {"Cache-Control": "no-store"}, keep_out=("token",),
     )  # fmt: skip
-    return render(info, 201, {"Cache-Control": "no-store"})
 
 
 @router.post("/tokens/{token_id}/revoke", response_model=TokenInfo, tags=["tokens"],

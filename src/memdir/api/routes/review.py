@@ -13,13 +13,15 @@ from fastapi.responses import Response
 from memdir.api.deps import (
     Ctx,
     Cursor,
+    IdempotencyKey,
     Limit,
     Prov,
     StoreName,
-    commit_response,
+    commit_headers,
     merged,
     offset_of,
     offset_page,
+    once,
     render,
     v1_router,
 )
@@ -73,28 +75,48 @@ async def show_proposal(ctx: Ctx, store: StoreName, proposal_id: str) -> Respons
 
 @router.post(ONE + "/accept", response_model=CommitResult, summary="Accept a proposal")
 async def accept(
-    ctx: Ctx, store: StoreName, proposal_id: str, body: ReviewBody | None = None
+    ctx: Ctx,
+    store: StoreName,
+    proposal_id: str,
+    body: ReviewBody | None = None,
+    key: IdempotencyKey = None,
 ) -> Response:
     """Apply an open proposal as a commit (409, and ``conflicted``, if it no longer applies)."""
     comment = body.comment if body is not None else None
-    result = await ctx.call(ctx.service.accept_proposal, store, proposal_id, comment)
-    return commit_response(result)
+    return await once(
+        ctx, key, ["accept_proposal", store, proposal_id, comment],
+        lambda: ctx.service.accept_proposal(ctx.principal, store, proposal_id, comment),
+        headers=commit_headers,
+    )  # fmt: skip
 
 
 @router.post(ONE + "/reject", response_model=Proposal, summary="Reject a proposal")
 async def reject(
-    ctx: Ctx, store: StoreName, proposal_id: str, body: ReviewBody | None = None
+    ctx: Ctx,
+    store: StoreName,
+    proposal_id: str,
+    body: ReviewBody | None = None,
+    key: IdempotencyKey = None,
 ) -> Response:
     """Reject an open or conflicted proposal."""
     comment = body.comment if body is not None else None
-    return render(await ctx.call(ctx.service.reject_proposal, store, proposal_id, comment))
+    return await once(
+        ctx, key, ["reject_proposal", store, proposal_id, comment],
+        lambda: ctx.service.reject_proposal(ctx.principal, store, proposal_id, comment),
+    )  # fmt: skip
 
 
 @router.post(ONE + "/rebase", response_model=Proposal, summary="Rebase a proposal")
 async def rebase(
-    ctx: Ctx, store: StoreName, proposal_id: str, body: RebaseBody | None = None
+    ctx: Ctx,
+    store: StoreName,
+    proposal_id: str,
+    body: RebaseBody | None = None,
+    key: IdempotencyKey = None,
 ) -> Response:
     """Rebase onto the current files, optionally replacing a one-file change by ``content``."""
     content = body.content if body is not None else None
-    proposal = await ctx.call(ctx.service.rebase_proposal, store, proposal_id, content=content)
-    return render(proposal)
+    return await once(
+        ctx, key, ["rebase_proposal", store, proposal_id, content],
+        lambda: ctx.service.rebase_proposal(ctx.principal, store, proposal_id, content=content),
+    )  # fmt: skip
