@@ -9,8 +9,9 @@ Subclasses route requests:
 - :class:`FakeAnthropic` — the Messages API (``POST /v1/messages``: a forced tool call whose
   input the *brain* builds from the request text, usage with cache writes for a new
   ``cache_control`` prefix and cache reads for a known one) and the Message Batches API
-  (create, retrieve — ``in_progress`` for ``polls_before_end`` polls — and JSONL results in
-  reverse order, so callers must map by ``custom_id``; ``batch_errors`` makes items error);
+  (create, retrieve — ``in_progress`` for ``polls_before_end`` polls — cancel, and JSONL
+  results in reverse order, so callers must map by ``custom_id``; ``batch_errors`` makes
+  items error);
 - :class:`FakeOpenAI` — Chat Completions (``POST /v1/chat/completions``: a function tool call,
   or with ``tools=False`` a 400 for any request with tools and JSON content for
   ``response_format`` requests; cached prompt tokens for a known system message).
@@ -159,6 +160,11 @@ class FakeAnthropic(FakeServer):
             return 200, {}, self.message(record.body)
         if record.method == "POST" and path == "/v1/messages/batches":
             return 200, {}, self.create_batch(record.body)
+        cancel = re.fullmatch(r"/v1/messages/batches/([^/]+)/cancel", path)
+        if record.method == "POST" and cancel and cancel.group(1) in self.batches:
+            batch = self.batches[cancel.group(1)]
+            batch["cancelled"] = True
+            return 200, {}, self.batch_json(batch) | {"processing_status": "canceling"}
         match = re.fullmatch(r"/v1/messages/batches/([^/]+)(/results)?", path)
         if record.method == "GET" and match and match.group(1) in self.batches:
             batch = self.batches[match.group(1)]

@@ -237,6 +237,18 @@ def test_batch_run_through_the_message_batches_api() -> None:
     )
 
 
+def test_a_batch_that_does_not_end_in_time_is_cancelled_and_not_paid_twice() -> None:
+    with FakeAnthropic(polls_before_end=10**6) as api:
+        port = anthropic_port(api, max_wait=0.05)
+        assistant = Assistant(port, use_batches=True, batch_size=1, backoff=0.001)
+        found = assistant.review(fleet(3), MEMORY)
+        cancels = [r for r in api.served("/v1/messages/batches/") if r.path.endswith("/cancel")]
+        singles = [r for r in api.requests if r.path == "/v1/messages"]
+    assert found == [] and len(cancels) == 1 and singles == []
+    assert assistant.state.batches_failed == 3 and "cancelled" in assistant.state.errors[0]
+    assert assistant.usage.requests == 0
+
+
 # --- OpenAI-compatible ------------------------------------------------------------------------
 
 

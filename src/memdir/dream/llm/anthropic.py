@@ -13,7 +13,9 @@
   ``batch_threshold`` requests): one Message Batch per :data:`MAX_BATCH` requests, polled with
   backoff (``poll_interval`` growing 1.5x up to ``max_poll_interval``) until it has ended,
   results mapped back by ``custom_id`` (results come in any order); a request that errored or
-  expired in the batch is returned as its :class:`ModelCallError`.
+  expired in the batch is returned as its :class:`ModelCallError`. A batch still running after
+  ``max_wait`` is cancelled and its requests fail (not transient: retrying them one by one
+  could pay twice for what the batch still finishes).
 
 The SDK is imported when a model is built, not with this module.
 """
@@ -199,6 +201,8 @@ class AnthropicModel:
         except self.sdk.APIError as exc:
             error = self._error(exc)
             return [error for _ in requests]
+        except ModelCallError as exc:  # the batch did not end in time
+            return [exc for _ in requests]
         out: list[ModelReply | ModelCallError] = []
         for custom_id, request in zip(ids, requests, strict=True):
             result = results.get(custom_id)
@@ -206,14 +210,20 @@ class AnthropicModel:
         return out
 
     def _wait(self, batch: Any) -> Any:
+        """Poll until the batch ended; past ``max_wait``, cancel it (what it did not process
+        is not billed) and fail its requests for good rather than pay for them twice."""
         delay = self.poll_interval
         deadline = time.monotonic() + self.max_wait
         while batch.processing_status != "ended":
             if time.monotonic() > deadline:
+                try:
+                    self.client.messages.batches.cancel(batch.id)
+                    cancelled = "cancelled"
+                except self.sdk.APIError:
+                    cancelled = "could not be cancelled: cancel it in the console"
                 raise ModelCallError(
-                    f"message batch {batch.id} has not ended after {self.max_wait:.0f}s;"
-                    " it keeps running at Anthropic: cancel it there or run again later",
-                    transient=True,
+                    f"message batch {batch.id} had not ended after {self.max_wait:.0f}s and"
+                    f" {cancelled}; run again later or without --batch",
                     batch=batch.id,
                 )
             time.sleep(delay)
