@@ -9,10 +9,13 @@ import base64
 import dataclasses
 import json
 import random
+import re
 import string
 from collections.abc import Callable
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from memdir.guard import (
     DEFAULT_DETECTORS,
@@ -21,9 +24,11 @@ from memdir.guard import (
     Document,
     Finding,
     InjectionDetector,
+    SecretsDetector,
     screen,
 )
 from memdir.guard.injection import _search
+from memdir.guard.secret_rules import HAND_PATTERNS
 from memdir.guard.signals import SIGNALS
 
 NOTE = "/users/u/notes.md"
@@ -397,3 +402,58 @@ def test_findings_per_rule_are_capped_but_secrets_are_not() -> None:
     rules = [f.rule for f in screen(content, path=NOTE)]
     assert rules.count("unicode.zero-width") == MAX_FINDINGS_PER_RULE
     assert rules.count("secret.github-token") == len(tokens)
+
+
+# --- secret gates: they change cost, never results -------------------------------------------
+
+TOKEN_RUN = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
+FRAGMENTS = [
+    "password", "PASSWD", "db_pass", "api_key", "secret", "Token", "pwd", "passengers", " = ",
+    ": ", "=", '"', "'", "`", " ", "\n", "@", "://", "postgres", "mysql+pymysql", "Authorization",
+    ": Bearer ", "private key", "-----BEGIN RSA PRIVATE KEY-----", "aws_secret_access_key",
+    "sk" + "-", "sk" + "-ant-", "AI" + "za", "github" + "_pat_", "sk" + "_live_", "PASSWORD",
+    "SECRET_", "İ", "ı", "ſ", "é", "—",
+]  # fmt: skip
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.one_of(st.sampled_from(FRAGMENTS), st.text("aZ9_-+/=.x", max_size=80)),
+                max_size=30))  # fmt: skip
+def test_hand_pattern_gates_are_necessary_conditions(parts: list[str]) -> None:
+    """The run/inside/requires pre-checks skip only texts where the pattern cannot match."""
+    content = "".join(parts)
+    ungated = tuple(dataclasses.replace(p, run=0, inside=False, requires=()) for p in HAND_PATTERNS)
+    gated = screen(content, path=NOTE, detectors=[SecretsDetector()])
+    assert gated == screen(content, path=NOTE, detectors=[SecretsDetector(ungated)])
+
+
+@given(st.text(st.sampled_from('aZ9+/=_-. \n"é\U0001f600'), max_size=300))
+def test_token_runs_are_the_maximal_runs_of_16_token_characters(text: str) -> None:
+    runs = [m.span() for m in TOKEN_RUN.finditer(text)]
+    assert Document(content=text, path=NOTE).token_runs == runs
+
+
+def _keyword_words() -> list[str]:
+    """Every word detect-secrets' keyword plugin looks for (``_?`` spelt both ways)."""
+    from detect_secrets.plugins.keyword import DENYLIST
+
+    return sorted({w.replace("_?", sep) for w in DENYLIST for sep in ("_", "")})
+
+
+@pytest.mark.parametrize("word", _keyword_words())
+def test_keyword_gate_admits_every_denylist_word(word: str) -> None:
+    value = _r(ALNUM, 14)
+    for line in (f'{{"{word}": "{value}"}}', f'{word.upper()} = "{value}"'):
+        findings = [f for f in screen(line, path=NOTE) if f.category == "secret"]
+        assert [line[f.start : f.end] for f in findings] == [value], line
+
+
+def test_case_folding_letters_do_not_slip_past_the_gates() -> None:
+    """``ſ`` and ``ı`` match ``s`` and ``i`` in case-insensitive regexes; gates fold them too."""
+    value = _r(ALNUM, 14)
+    for word in ("pa\u017f\u017fword", "ap\u0131_key", "\u017fecret"):
+        content = f'config: {word} = "{value}"'
+        doc = Document(content=content, path=NOTE)
+        assert len(doc.folded) == len(content) and word not in doc.folded
+        findings = [f for f in screen(content, path=NOTE) if f.category == "secret"]
+        assert [content[f.start : f.end] for f in findings] == [value], word

@@ -17,7 +17,6 @@ Invariants every detector keeps (and :func:`memdir.guard.screen` re-checks):
 from __future__ import annotations
 
 import bisect
-import re
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
@@ -85,10 +84,42 @@ def mask_secret(value: str) -> str:
 
 
 _VISIBLE_FORMAT: Final = frozenset("\t")
-_TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9+/=_-]{16,}")
+#: Shortest run :attr:`Document.token_runs` reports.
+MIN_TOKEN_RUN: Final = 16
+#: Every byte to ``a`` if it is a token character (``[A-Za-z0-9+/=_-]``), else to a space.
+_TOKEN_BYTES: Final = bytes(
+    ord("a") if chr(i).isascii() and (chr(i).isalnum() or chr(i) in "+/=_-") else ord(" ")
+    for i in range(256)
+)
+_RUN_NEEDLE: Final = b"a" * MIN_TOKEN_RUN
+#: Characters a case-insensitive regex matches to an ASCII letter that ``str.lower`` does not
+#: lower to it (``re._casefix``; U+212A KELVIN SIGN lowers to ``k`` already).
+_FOLDS: Final = {0x130: "i", 0x131: "i", 0x17F: "s"}
 _SPLIT_ASCII: Final = {i: " " for i in range(128) if not chr(i).isalnum()} | {
     ord(c): " " for c in "\u00a0\u2013\u2014\u2018\u2019\u201c\u201d\u2026"
 }
+
+
+def _token_runs(text: str) -> list[tuple[int, int]]:
+    """Spans of the maximal runs of 16+ token characters: what ``re.finditer`` of
+    ``[A-Za-z0-9+/=_-]{16,}`` gives.
+
+    The text is mapped to bytes, one per character (``?`` for non-ASCII, never a token
+    character), then to ``a`` (token) or space, so offsets are the string's; a run starts at
+    each leftmost ``a`` * 16 and ends at the next space. ``bytes.find`` skips through text
+    without long runs far faster than the regex, which tries every position.
+    """
+    mapped = text.encode("ascii", "replace").translate(_TOKEN_BYTES)
+    find = mapped.find
+    runs: list[tuple[int, int]] = []
+    start = find(_RUN_NEEDLE)
+    while start != -1:
+        end = find(b" ", start + MIN_TOKEN_RUN)
+        if end == -1:
+            end = len(mapped)
+        runs.append((start, end))
+        start = find(_RUN_NEEDLE, end)
+    return runs
 
 
 def _escape_invisible(text: str) -> str:
@@ -119,8 +150,10 @@ class Document:
     source_kind: str | None = None
     _line_starts: list[int] | None = field(default=None, repr=False)
     _lowered: str | None = field(default=None, repr=False)
+    _folded: str | None = field(default=None, repr=False)
     _words: frozenset[str] | None = field(default=None, repr=False)
     _token_runs: list[tuple[int, int]] | None = field(default=None, repr=False)
+    _found: dict[str, bool] = field(default_factory=dict, repr=False)
     _secret_spans: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     @property
@@ -128,6 +161,24 @@ class Document:
         if self._lowered is None:
             self._lowered = self.content.lower()
         return self._lowered
+
+    @property
+    def folded(self) -> str:
+        """``content`` lowercased as case-insensitive regexes compare it, one character per
+        character (offsets are ``content``'s).
+
+        :attr:`lowered`, except that ``İ``, ``ı`` and ``ſ`` become ``i``, ``i`` and ``s``: a
+        regex with ``re.IGNORECASE`` matches them to those letters, which ``str.lower`` keeps
+        apart (and ``İ`` is the one character it lowers to two). A literal that every
+        case-insensitive match contains therefore occurs here: gates look here.
+        """
+        if self._folded is None:
+            text = self.content
+            if text.isascii() or not any(chr(code) in text for code in _FOLDS):
+                self._folded = self.lowered
+            else:
+                self._folded = text.translate(_FOLDS).lower()
+        return self._folded
 
     @property
     def words(self) -> frozenset[str]:
@@ -144,8 +195,25 @@ class Document:
         one scan.
         """
         if self._token_runs is None:
-            self._token_runs = [m.span() for m in _TOKEN_RUN.finditer(self.content)]
+            self._token_runs = _token_runs(self.content)
         return self._token_runs
+
+    def line_runs(self) -> dict[int, int]:
+        """0-based line index -> length of the longest token run on it (lines holding one)."""
+        runs: dict[int, int] = {}
+        starts = self.line_starts
+        for run_start, run_end in self.token_runs:
+            index = bisect.bisect_right(starts, run_start) - 1
+            if run_end - run_start > runs.get(index, 0):
+                runs[index] = run_end - run_start
+        return runs
+
+    def has(self, literal: str) -> bool:
+        """Whether ``literal`` occurs in :attr:`folded` (memoised: detectors share gates)."""
+        found = self._found.get(literal)
+        if found is None:
+            found = self._found[literal] = literal in self.folded
+        return found
 
     @property
     def line_starts(self) -> list[int]:

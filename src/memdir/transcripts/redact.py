@@ -15,7 +15,9 @@ Cost: the guard runs once per record, over its distinct strings joined by newlin
 string keeps its own lines, which is what the line-based detectors look at; a finding that
 would cross from one string into the next redacts its part of each). Results for strings of
 256+ characters are cached across the import (bounded), so system prompts and repeated tool
-outputs are screened once. The guard's secret detectors are the dominant cost of an import:
+outputs are screened once. Only strings with findings or unstorable characters get a result
+of their own; keys are tested for storability together (one joined string), as are the
+screened strings. The guard's secret detectors are the largest single cost of an import:
 see benchmarks/transcripts.py.
 """
 
@@ -36,6 +38,10 @@ _CACHE_MIN: Final = 256
 _CACHE_CHARS: Final = 16_000_000
 
 Screen = Callable[[str], Sequence[Any]]
+#: What screening one string gives: the cleaned text (None if unchanged) and the rules found.
+_Result = tuple[str | None, tuple[str, ...]]
+#: The result of a string with no finding and nothing to make storable.
+_CLEAN: Final[_Result] = (None, ())
 
 
 def marker(rule: str) -> str:
@@ -66,7 +72,7 @@ class Redactor:
     def __init__(self, screen: Screen | None = None) -> None:
         self._screen = screen if screen is not None else _default_screen()
         self._enabled = True
-        self._cache: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+        self._cache: dict[str, _Result] = {}
         self._cached_chars = 0
         self.counts: dict[str, int] = {}
         self.total = 0
@@ -81,7 +87,10 @@ class Redactor:
     def clean(self, record: Any) -> Any:
         """``record`` with secrets redacted and text storable (the same object if unchanged)."""
         strings: list[str] = []
-        _collect(record, strings)
+        keys: list[str] = []
+        _collect(record, strings, keys)
+        if not _storable("".join(keys)):  # one test for every key: they almost always pass
+            strings.extend(key for key in keys if not _storable(key))
         if not strings:
             return record
         replacements = self._replacements(strings)
@@ -96,26 +105,35 @@ class Redactor:
     def _replacements(self, strings: list[str]) -> dict[str, str]:
         """Original -> cleaned, for the strings that change (screening the uncached ones)."""
         cache = self._cache
-        known: dict[str, tuple[str | None, tuple[str, ...]]] = {}
+        changed: dict[str, _Result] = {}  # only strings with findings or unstorable text
         pending = []
         for text in dict.fromkeys(strings):
-            hit = cache.get(text) if len(text) >= _CACHE_MIN else None
-            if hit is None:
-                pending.append(text)
-            else:
-                known[text] = hit
+            if len(text) >= _CACHE_MIN:
+                hit = cache.get(text)
+                if hit is not None:
+                    if hit is not _CLEAN:
+                        changed[text] = hit
+                    continue
+            pending.append(text)
         if pending:
             if self._cached_chars > _CACHE_CHARS:
                 cache.clear()
                 self._cached_chars = 0
-            for text, result in zip(pending, self._screen_many(pending), strict=True):
-                known[text] = result
-                if self._enabled and len(text) >= _CACHE_MIN:
-                    cache[text] = result
-                    self._cached_chars += len(text)
+            results = self._screen_many(pending)
+            changed.update(results)
+            if self._enabled:
+                for text in pending:
+                    if len(text) >= _CACHE_MIN:
+                        cache[text] = results.get(text, _CLEAN)
+                        self._cached_chars += len(text)
+        if not changed:
+            return {}
         out: dict[str, str] = {}
-        for text in strings:
-            cleaned, rules = known[text]
+        for text in strings:  # redactions count per occurrence
+            hit = changed.get(text)
+            if hit is None:
+                continue
+            cleaned, rules = hit
             if rules:
                 self.total += len(rules)
                 for rule in rules:
@@ -124,24 +142,34 @@ class Redactor:
                 out[text] = cleaned
         return out
 
-    def _screen_many(self, texts: list[str]) -> list[tuple[str | None, tuple[str, ...]]]:
-        """(cleaned text or None if unchanged, rules found) for each text."""
-        findings = self._screen("\n".join(texts)) if self._enabled else ()
-        spans: list[list[tuple[int, int, str]]] = [[] for _ in texts]
+    def _screen_many(self, texts: list[str]) -> dict[str, _Result]:
+        """(cleaned text or None if unchanged, rules found) of each text that has findings or
+        unstorable characters; the others are clean.
+
+        The texts are screened as one, joined by newlines: a screen call has a fixed cost
+        (views of the text, gates), and a session's strings are many and short.
+        """
+        joined = "\n".join(texts)
+        findings = self._screen(joined) if self._enabled else ()
+        results: dict[str, _Result] = {}
         if findings:
+            spans: list[list[tuple[int, int, str]]] = [[] for _ in texts]
             starts, offset = [], 0
             for text in texts:
                 starts.append(offset)
                 offset += len(text) + 1
             for finding in findings:
                 _assign(finding.start, finding.end, finding.rule, texts, starts, spans)
-        results: list[tuple[str | None, tuple[str, ...]]] = []
-        for text, found in zip(texts, spans, strict=True):
-            cleaned = _apply(text, found) if found else text
-            if not _storable(cleaned):
-                cleaned = _UNSTORABLE.sub("\ufffd", cleaned)
-            rules = tuple(rule for _s, _e, rule in found)
-            results.append((None if cleaned is text else cleaned, rules))
+            for text, found in zip(texts, spans, strict=True):
+                if found:
+                    cleaned = _apply(text, found)
+                    if not _storable(cleaned):
+                        cleaned = _UNSTORABLE.sub("\ufffd", cleaned)
+                    results[text] = (cleaned, tuple(rule for _s, _e, rule in found))
+        if not _storable(joined):
+            for text in texts:
+                if text not in results and not _storable(text):
+                    results[text] = (_UNSTORABLE.sub("\ufffd", text), ())
         return results
 
 
@@ -184,23 +212,23 @@ def _storable(text: str) -> bool:
     return _UNSTORABLE.search(text) is None
 
 
-def _collect(value: Any, out: list[str]) -> None:
+def _collect(value: Any, out: list[str], keys: list[str]) -> None:
+    """Append the strings in ``value`` to ``out`` and the keys of its objects to ``keys``."""
     if isinstance(value, str):
         out.append(value)
     elif isinstance(value, dict):
-        for key, item in value.items():
+        keys.extend(value)
+        for item in value.values():
             if isinstance(item, str):
                 out.append(item)
-            elif isinstance(item, dict | list):
-                _collect(item, out)
-            if not _storable(key):
-                out.append(key)
+            elif isinstance(item, (dict, list)):
+                _collect(item, out, keys)
     elif isinstance(value, list):
         for item in value:
             if isinstance(item, str):
                 out.append(item)
-            elif isinstance(item, dict | list):
-                _collect(item, out)
+            elif isinstance(item, (dict, list)):
+                _collect(item, out, keys)
 
 
 def _rebuild(value: Any, replacements: dict[str, str]) -> Any:
