@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import datetime as dt
 import difflib
-import importlib.util
 import json
 from collections.abc import Callable
 from pathlib import Path
@@ -16,11 +15,11 @@ import pytest
 
 import memdir
 from memdir import OWNER
+from memdir.dream.engine import Engine, EngineConfig
 from memdir.dream.fleet import Fleet, generate, load, score
 from memdir.dream.model import MINER_NAMES, MemoryFile, Pattern, Session
 
 SESSIONS = 300
-HAS_ENGINE = importlib.util.find_spec("memdir.dream.engine") is not None
 
 
 @pytest.fixture(scope="module")
@@ -270,10 +269,7 @@ def test_score_counts_below_threshold_and_unplanted_finds_against_precision(flee
     assert score([], fleet.planted).recall == 0.0
 
 
-@pytest.mark.skipif(not HAS_ENGINE, reason="memdir.dream.engine is not written yet")
 def test_offline_engine_finds_the_planted_patterns(fleet: Fleet, loaded: Any) -> None:
-    from memdir.dream.engine import Engine, EngineConfig
-
     svc, _ = loaded
     memory = []
     for path in sorted(fleet.memory):
