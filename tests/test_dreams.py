@@ -5,6 +5,8 @@ incremental runs, and the CLI and REST surfaces over the same run."""
 from __future__ import annotations
 
 import json
+import os
+import re
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -281,3 +283,66 @@ def test_rest_runs_and_shows_a_dream(lite: MemoryService) -> None:
     import anyio
 
     anyio.run(go)
+
+
+TAU = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts" / "tau-bench-airline"
+
+
+@pytest.mark.skipif(  # under CI=true missing shared data is a failure, not a skip
+    not TAU.is_dir() and os.environ.get("CI") != "true", reason=f"shared data not found at {TAU}"
+)
+def test_tau_bench_run_reports_recurring_tool_errors_with_recounted_sessions(
+    lite: MemoryService,
+) -> None:
+    """The offline dream's report over the real τ-bench sessions names each recurring tool
+    error with the number of sessions it occurs in, recounted here from the raw file."""
+    (path,) = sorted(TAU.glob("*.json"))
+    report = lite.import_transcripts(OWNER, STORE, [Source.from_path(path)])
+    assert report.new == 200
+    run = lite.dream(OWNER, STORE, DreamConfig(dry_run=True))
+    assert run.report is not None and run.selected == 200
+
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    sessions: dict[tuple[str, str], set[int]] = {}
+    for number, element in enumerate(raw):
+        names: dict[str, str] = {}
+        for message in element["traj"]:
+            for call in message.get("tool_calls") or []:
+                names[call["id"]] = call["function"]["name"]
+            if message["role"] == "tool" and message["content"].startswith("Error: "):
+                words = message["content"].removeprefix("Error: ").split()
+                shape = " ".join("#" if re.search(r"\d", w) else w for w in words)
+                sessions.setdefault((names[message["tool_call_id"]], shape), set()).add(number)
+    recurring = {key: len(found) for key, found in sessions.items() if len(found) >= 5}
+    assert len(recurring) >= 3
+
+    entries = [*run.report["proposed"], *run.report["left_out"]]
+    reported = {
+        (e["subject"]["tool"], re.sub(r"<[^>]*>", "#", e["subject"]["signature"])): e["sessions"]
+        for e in entries
+        if e["miner"] == "tool_errors"
+    }
+    for key, count in recurring.items():
+        assert reported.get(key) == count, (key, count, reported)
+    proposed = {(e["subject"]["tool"], e["sessions"]) for e in run.report["proposed"]
+                if e["miner"] == "tool_errors"}  # fmt: skip
+    assert proposed == {(tool, n) for (tool, _), n in recurring.items()}
+
+
+def test_sdk_runs_lists_shows_and_reverts_a_dream(tmp_path: Path) -> None:
+    db = f"sqlite:///{tmp_path / 'sdk.db'}"
+    service = memdir.open(db, create=True)
+    service.create_store(OWNER, STORE)
+    load(service, "web", 30)
+    service.db.close()
+    with memdir.Client(db=db) as client:
+        run = client.dream(min_sessions=5)
+        assert run.status == "finished" and run.selected == 30 and run.proposals
+        assert [r.id for r in client.dream_runs()] == [run.id]
+        assert client.dream_run(run.id).report == run.report
+        assert client.dream_report(run.id).startswith(f"# Dream run {run.id}")
+        client.accept_proposal(run.proposals[0])
+        (reverted,) = client.revert_dream_run(run.id)
+        assert reverted.revision > 0
+        with pytest.raises(NotFound):
+            client.dream_run("d_missing")

@@ -10,6 +10,7 @@ import httpx
 
 from memdir.core.errors import MemdirError
 from memdir.core.model import ChangeEvent, Provenance
+from memdir.sdk import _dreams
 from memdir.sdk._base import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, _BaseClient
 from memdir.sdk._wire import (
     Call,
@@ -172,6 +173,12 @@ class AsyncClient(_BaseClient):
     policy = _awaitable(_BaseClient._policy)
     set_policy = _awaitable(_BaseClient._set_policy)
     check_policy = _awaitable(_BaseClient._check_policy)
+    dream = _awaitable(_dreams._dream)
+    dream_runs = _awaitable(_dreams._dream_runs)
+    dream_run = _awaitable(_dreams._dream_run)
+    dream_report = _awaitable(_dreams._dream_report)
+    resume_dream = _awaitable(_dreams._resume_dream)
+    revert_dream_run = _awaitable(_dreams._revert_dream_run)
 
     async def follow(
         self, after: int = 0, *, wait: float = 30.0, store: str | None = None

@@ -10,6 +10,7 @@ import httpx
 
 from memdir.core.errors import MemdirError
 from memdir.core.model import ChangeEvent, Provenance
+from memdir.sdk import _dreams
 from memdir.sdk._base import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, _BaseClient
 from memdir.sdk._local import SyncASGITransport
 from memdir.sdk._wire import (
@@ -175,6 +176,12 @@ class Client(_BaseClient):
     policy = _blocking(_BaseClient._policy)
     set_policy = _blocking(_BaseClient._set_policy)
     check_policy = _blocking(_BaseClient._check_policy)
+    dream = _blocking(_dreams._dream)
+    dream_runs = _blocking(_dreams._dream_runs)
+    dream_run = _blocking(_dreams._dream_run)
+    dream_report = _blocking(_dreams._dream_report)
+    resume_dream = _blocking(_dreams._resume_dream)
+    revert_dream_run = _blocking(_dreams._revert_dream_run)
 
     def follow(
         self, after: int = 0, *, wait: float = 30.0, store: str | None = None

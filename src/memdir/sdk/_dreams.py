@@ -1,0 +1,107 @@
+"""Request builders for dream runs, shared by both clients (see :mod:`memdir.sdk._base`).
+
+``POST /v1/stores/{store}/dreams`` runs a dream to its end before answering, so the clients
+give it a long read timeout (:data:`DREAM_TIMEOUT`) rather than their default; a run is not
+retried by the client (it is not idempotent: a second run would queue its own proposals), but
+an interrupted one can be continued with :func:`_resume_dream`.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+
+from memdir.core.model import CommitResult
+from memdir.dreams import DreamRun
+from memdir.sdk._base import _BaseClient, _json, _parser
+from memdir.sdk._wire import Call, Plan, from_json, single
+
+__all__ = ["DREAM_TIMEOUT"]
+
+#: Seconds a dream request may take (a run over many thousands of sessions, or with a model).
+DREAM_TIMEOUT = 3600.0
+
+_run = _parser(DreamRun)
+
+
+def _url(client: _BaseClient, store: str | None, tail: str = "") -> str:
+    return client._store_url(store, "/dreams" + tail)
+
+
+def _dream(
+    self: _BaseClient,
+    *,
+    since: dt.datetime | None = None,
+    until: dt.datetime | None = None,
+    since_last: bool = False,
+    agent: str | None = None,
+    project: str | None = None,
+    outcome: str | None = None,
+    limit: int | None = None,
+    model: str = "offline",
+    instructions: str | None = None,
+    budget_tokens: int | None = None,
+    budget_usd: float | None = None,
+    batches: bool = False,
+    min_sessions: int = 5,
+    min_prevalence: float = 0.02,
+    miners: Sequence[str] | None = None,
+    dry_run: bool = False,
+    store: str | None = None,
+) -> Plan[DreamRun]:
+    """Run a dream over the transcripts the caller may read and return the finished run (its
+    ``report``; ``proposals`` lists what it queued for review)."""
+    body: dict[str, Any] = {
+        "since": since.isoformat() if since else None,
+        "until": until.isoformat() if until else None,
+        "since_last": since_last, "agent": agent, "project": project, "outcome": outcome,
+        "limit": limit, "model": model, "instructions": instructions,
+        "budget_tokens": budget_tokens, "budget_usd": budget_usd, "batches": batches,
+        "min_sessions": min_sessions, "min_prevalence": min_prevalence,
+        "miners": list(miners) if miners is not None else None, "dry_run": dry_run,
+    }  # fmt: skip
+    request = self._request("POST", _url(self, store), json=body, timeout=DREAM_TIMEOUT)
+    return single(Call(request, _run, retry_safe=False))
+
+
+def _dream_runs(self: _BaseClient, *, limit: int | None = 50, store: str | None = None) -> Plan[
+    list[DreamRun]
+]:  # fmt: skip
+    """Your dream runs (every run, for administrators), newest first."""
+    return self._pages(_url(self, store), DreamRun, {}, limit)
+
+
+def _dream_run(self: _BaseClient, run: str, *, store: str | None = None) -> Plan[DreamRun]:
+    """One run with its report (``run.report``, the JSON form; see docs/dreaming.md)."""
+    request = self._request("GET", _url(self, store, f"/{quote(run, safe='')}"))
+    return single(Call(request, _run))
+
+
+def _dream_report(self: _BaseClient, run: str, *, store: str | None = None) -> Plan[str]:
+    """A run's report as markdown, for people."""
+    url = _url(self, store, f"/{quote(run, safe='')}")
+    request = self._request("GET", url, params={"format": "markdown"})
+    return single(Call(request, lambda response: response.text))
+
+
+def _resume_dream(self: _BaseClient, run: str, *, store: str | None = None) -> Plan[DreamRun]:
+    """Continue an interrupted or failed run from its last checkpoint."""
+    url = _url(self, store, f"/{quote(run, safe='')}/resume")
+    request = self._request("POST", url, timeout=DREAM_TIMEOUT)
+    return single(Call(request, _run, retry_safe=False))
+
+
+def _revert_dream_run(
+    self: _BaseClient, run: str, *, store: str | None = None
+) -> Plan[list[CommitResult]]:
+    """Revert every commit that came from the run's accepted proposals, newest first."""
+    request = self._request("POST", _url(self, store, f"/{quote(run, safe='')}/revert"))
+    return single(Call(request, _commits))
+
+
+def _commits(response: httpx.Response) -> list[CommitResult]:
+    return [from_json(CommitResult, c) for c in _json(response)["commits"]]
