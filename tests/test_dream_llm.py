@@ -591,6 +591,18 @@ def test_prices_and_usage() -> None:
     assert usage.add(call, "local-model") is None
     assert usage.to_json()["unpriced_models"] == ["local-model"]
     assert usage.requests == 3 and usage.cost_usd == pytest.approx(5.55 * 1.5)
+    again = Usage.from_json(usage.to_json())
+    assert again.to_json() == usage.to_json() and again.total_tokens == usage.total_tokens
+
+
+def test_a_resumed_run_counts_what_it_already_spent_against_the_budget() -> None:
+    spent = Usage.from_json({"requests": 9, "input_tokens": 10_000, "cost_usd": 0.5})
+    model = FakeModel()
+    assistant = Assistant(model, budget=Budget(tokens=10_500), usage=spent)
+    assert assistant.review(fleet(2), MEMORY) == [] and model.requests == []
+    assert assistant.state.status == "budget-exhausted" and assistant.usage.requests == 9
+    [kept] = assistant.write([draft("x", rationale=f"Users said: {INJECTION}.")], MEMORY)
+    assert "injection-suspected" in kept.flags  # screened though no call was made
 
 
 def test_the_memory_index_describes_files_past_their_frontmatter() -> None:

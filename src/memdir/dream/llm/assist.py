@@ -149,8 +149,11 @@ class Assistant:
     ``batch_size`` — transcripts per review call; ``use_batches`` — the provider batch API
     (``None``: the backend decides by run size); ``max_tokens`` — output limit per call;
     ``retries`` / ``backoff`` — the orchestrator's own retries of transient failures;
-    ``progress(done, total)`` — called as calls finish; ``sleep`` — how backoff waits.
-    One instance serves one run: ``usage`` and ``state`` accumulate across its calls.
+    ``progress(done, total)`` — called as calls finish; ``sleep`` — how backoff waits;
+    ``usage`` — what a resumed run already spent (:meth:`Usage.from_json`), which counts
+    against the budget. One instance serves one run: ``usage`` and ``state`` accumulate
+    across its calls. Call :meth:`write` even when :attr:`state` says the model stopped: it
+    then makes no call, but still screens every draft for injection.
     """
 
     def __init__(
@@ -167,6 +170,7 @@ class Assistant:
         backoff: float = 2.0,
         progress: Callable[[int, int], None] | None = None,
         sleep: Callable[[float], None] = time.sleep,
+        usage: Usage | None = None,
     ) -> None:
         self.port = port
         self.instructions = instructions
@@ -179,7 +183,7 @@ class Assistant:
         self.backoff = backoff
         self.progress = progress
         self.sleep = sleep
-        self.usage = Usage()
+        self.usage = usage if usage is not None else Usage()
         self.state = AssistState()
         self.ledger = Ledger(self.budget, self.usage, port.model)
         self._lock = threading.Lock()

@@ -105,6 +105,18 @@ def cost_usd(
     return dollars * (BATCH_DISCOUNT if batched else 1.0)
 
 
+_COUNTS: Final = (
+    "requests",
+    "batched_requests",
+    "retries",
+    "failures",
+    "input_tokens",
+    "output_tokens",
+    "cache_creation_input_tokens",
+    "cache_read_input_tokens",
+)
+
+
 @dataclass
 class Usage:
     """Requests, tokens and cost accumulated over a run (thread-safe ``add``).
@@ -158,6 +170,17 @@ class Usage:
         with self._lock:
             self.retries += retries
             self.failures += failures
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], prices: dict[str, Price] | None = None) -> Usage:
+        """Usage continued from :meth:`to_json` (a resumed run keeps counting its spend)."""
+        usage = cls(prices=prices)
+        for name in (*_COUNTS, "cost_usd"):
+            value = data.get(name)
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                setattr(usage, name, float(value) if name == "cost_usd" else int(value))
+        usage.unpriced = [str(m) for m in data.get("unpriced_models") or []]
+        return usage
 
     def to_json(self) -> dict[str, Any]:
         """The figures a run record keeps (``cost_usd`` rounded to micro-dollars)."""
