@@ -83,7 +83,7 @@ def fleet(project: str, count: int, *, offset: int = 0, only_project: bool = Fal
             explores=i % 2 == 0,
             corrects=i % 5 in (1, 3),
             only_project=only_project,
-        )  # fmt: skip
+        )
         for i in range(offset, offset + count)
     )
     return body.encode()
