@@ -625,3 +625,15 @@ def test_delimiters_are_escaped_and_long_transcripts_keep_real_positions() -> No
     assert omitted is not None
     shown = len(re.findall(r"^\[\d+\] ", block, re.M))
     assert shown + int(omitted.group(1)) == 200
+
+
+def test_the_model_sdks_are_imported_only_when_a_model_is_built() -> None:
+    import subprocess
+
+    code = (
+        "import sys; from memdir.dream.llm import model_from_spec, Assistant; "
+        "assert not {'anthropic', 'openai'} & set(sys.modules), 'an SDK was imported'; "
+        "model_from_spec('openai:m@http://127.0.0.1:9/v1', env={}); "
+        "assert 'openai' in sys.modules and 'anthropic' not in sys.modules"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True)
