@@ -16,9 +16,9 @@ Coverage against the memory snapshot (:func:`coverage`):
 
 - ``covered``: a memory file states the fix or fact — its frontmatter ``dream_pattern`` names
   the pattern (a note a dream wrote), or its text holds the pattern's needles: a tool error's
-  command and error phrase; a recovery's working command (or its command and every token the
-  fix added); every key term of a correction (as words); a lookup's target; a loop's command
-  with a word about retrying;
+  command and error phrase; a recovery's working command, other than inside the failing one
+  (or its program and every token the fix added); every key term of a correction (as
+  words); a lookup's target; a loop's command with a word about retrying;
 - ``covered-failing``: as covered, but sessions failed *after* that file last changed (its
   ``updated_at``, when known): memory says it and agents still miss it — the draft
   strengthens the note (``core: true``) instead of writing a new one;
@@ -108,7 +108,10 @@ def _states(pattern: Pattern, entry: _Indexed) -> bool:
         return len(phrase.split()) >= 2 and phrase in text and command in text
     if pattern.miner == "recovery":
         fixed = _literal(str(subject.get("fixed", ""))).lower()
-        if fixed and fixed in text:
+        failed = _literal(str(subject.get("failed", ""))).lower()
+        # "npm ci" inside "npm ci --frozen-lockfile" does not state the fix: count the others.
+        inside = text.count(failed) if failed and fixed in failed else 0
+        if fixed and text.count(fixed) > inside:
             return True
         added = [t.lower() for t in _added_tokens(str(subject.get("change", "")))]
         head = fixed.split()[0] if fixed.split() else ""

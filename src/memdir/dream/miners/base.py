@@ -265,26 +265,21 @@ def calls_of(session: Session, rules: FailureRules) -> list[Call]:
         cached_session, cached_rules, cached = _cache
         if cached_session is session and cached_rules is rules:
             return cached
-    results: dict[str, tuple[int, Event]] = {}
-    events = session.events
-    for position, event in enumerate(events):
-        if event.kind == "tool_result" and event.call_id is not None:
-            results[event.call_id] = (position, event)
+    # A result answers the latest call with its id before it (sources do reuse call ids).
     out: list[Call] = []
-    for position, event in enumerate(events):
-        if event.kind != "tool_call":
-            continue
-        found = results.get(event.call_id) if event.call_id is not None else None
-        if found is not None and found[0] < position:
-            found = None
-        value = event.input
-        command = command_text(value) if rules.is_shell(event.name, value) else None
-        result = found[1] if found else None
-        failed = rules.is_failure(event, result)
-        out.append(
-            Call(position, event.name or "?", value, found[0] if found else None, result,
-                 failed, command)
-        )  # fmt: skip
+    latest: dict[str, tuple[Call, Event]] = {}
+    for position, event in enumerate(session.events):
+        if event.kind == "tool_call":
+            value = event.input
+            command = command_text(value) if rules.is_shell(event.name, value) else None
+            call = Call(position, event.name or "?", value, None, None, False, command)
+            out.append(call)
+            if event.call_id is not None:
+                latest[event.call_id] = (call, event)
+        elif event.kind == "tool_result" and event.call_id in latest:
+            call, call_event = latest.pop(event.call_id)
+            call.result, call.result_index = event, position
+            call.failed = rules.is_failure(call_event, event)
     with _cache_lock:
         _cache = (session, rules, out)
     return out

@@ -85,6 +85,9 @@ def _shell_lookup(commands: list[list[str]]) -> str | None:
 def lookup_of(call: Call) -> str | None:
     """The normalised lookup a call makes (see the module docstring), or None."""
     if call.shell:
+        head = call.text.lstrip().split(" ", 1)[0]
+        if head not in LOOKUP_COMMANDS and not any(c in call.text for c in "&|;\n"):
+            return None  # a single command that is no lookup: no need to parse it
         return _shell_lookup(call.commands)
     kind = LOOKUP_TOOLS.get(call.name.lower())
     if kind is None or not isinstance(call.input, dict):

@@ -1,7 +1,7 @@
 """Loops: the same call repeated at least :data:`MIN_REPEATS` times in a row within a session.
 
-Calls are the same when their tool and input are equal (the input as canonical JSON: key
-order and whitespace do not matter; ids do — polling ten different orders is not a loop).
+Calls are the same when their tool and input are equal (a shell call's command line; other
+inputs as values, so key order does not matter; ids do — polling ten orders is not a loop).
 "In a row" means with nothing between them but their own results, the agent's thinking and
 usage records, and assistant text (an agent saying "let me try again" is still looping); a
 user message or any other tool call ends the run. Each session counts a loop once, with the
@@ -26,6 +26,13 @@ __all__ = ["MIN_REPEATS", "LoopsMiner", "find_loops"]
 MIN_REPEATS: Final = 3
 
 
+def _same(a: Call, b: Call) -> bool:
+    """The same call: tool and command line (shell), else tool and input."""
+    if a.name != b.name or a.shell != b.shell:
+        return False
+    return a.text == b.text if a.shell else a.input == b.input
+
+
 def find_loops(session: Session, calls: list[Call]) -> list[list[Call]]:
     """Runs of at least :data:`MIN_REPEATS` identical calls (see the module docstring)."""
     breaks = [
@@ -42,7 +49,7 @@ def find_loops(session: Session, calls: list[Call]) -> list[list[Call]]:
                 runs.append(current)
                 current = []
             user_at += 1
-        if current and call.name == current[-1].name and call.input == current[-1].input:
+        if current and _same(call, current[-1]):
             current.append(call)
         else:
             runs.append(current)

@@ -2,11 +2,13 @@
 
 A failing call is paired with the first succeeding call of the same tool among the next
 :data:`WINDOW` tool calls whose input is similar (:func:`similar`: token Jaccard >= 0.5, or a
-character ratio (difflib) >= 0.6, or — for short shell commands — the same program) and not
-identical (an unchanged retry teaches nothing). Each success fixes at most one failure: the
-first failure that reaches it (``npm ci --frozen-lockfile``, then ``... --force``, then
-``npm ci`` records the first). The change is a token-level diff (:func:`describe_change`):
-``add --foo``, ``remove --bar``, ``replace X with Y``, ``correct path X to Y``.
+token-sequence ratio (difflib, first 60 tokens) >= 0.6, or the same arguments with at most
+half of their values (at least one) changed, or — for short shell commands — the same
+program) and not identical (an unchanged retry teaches nothing). Each success fixes at most
+one failure: the first failure that reaches it (``npm ci --frozen-lockfile``, then ``...
+--force``, then ``npm ci`` records the first). The change is a token-level diff
+(:func:`describe_change`): ``add --foo``, ``remove --bar``, ``replace X with Y``, ``correct
+path X to Y``.
 
 Key: ``tool|command words|failing side`` — the tokens the fix removed or replaced (``Bash|npm
 ci|--frozen-lockfile``, ``create_ticket|priority=urgent``), or ``+`` and those it
@@ -50,7 +52,11 @@ def similar(a: Call, b: Call) -> bool:
         return True
     if a.shell and b.shell and ta and tb and ta[0] == tb[0] and max(len(ta), len(tb)) <= 6:
         return True
-    matcher = difflib.SequenceMatcher(None, a.text[:300], b.text[:300], autojunk=False)
+    x, y = a.input, b.input
+    if not a.shell and isinstance(x, dict) and isinstance(y, dict) and x and x.keys() == y.keys():
+        changed = sum(1 for k in x if x[k] != y[k])
+        return changed <= max(1, len(x) // 2)
+    matcher = difflib.SequenceMatcher(None, ta[:60], tb[:60], autojunk=False)
     return (
         matcher.real_quick_ratio() >= _RATIO
         and matcher.quick_ratio() >= _RATIO

@@ -110,7 +110,8 @@ class StaleMemoryMiner:
                 self._by_program.setdefault(claim.words[0], []).append(claim)
 
     def _candidates(self, call: Call) -> list[Claim]:
-        found = [c for c in self._paths if c.text in call.text] if self._paths else []
+        # Path claims only matter when the call failed: skip the text of the others.
+        found = [c for c in self._paths if c.text in call.text] if call.failed else []
         if call.shell:
             for words in call.commands:
                 found += [c for c in self._by_program.get(words[0], ()) if _runs(call, c)]
