@@ -33,6 +33,7 @@ class Rest:
     svc: MemoryService
     http: httpx.Client
     url: str
+    transport: httpx.BaseTransport  # the app's, in-process
 
     def send(self, method: str, path: str, key: str | None = None, **kwargs: Any) -> Any:
         headers = {"Idempotency-Key": key} if key is not None else {}
@@ -50,7 +51,7 @@ def rest(tmp_path: Path) -> Iterator[Rest]:
     transport = SyncASGITransport(app)
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(transport=transport, base_url="http://memdir", headers=headers) as http:
-        yield Rest(svc, http, url)
+        yield Rest(svc, http, url, transport)
     transport.close()
     svc.db.close()
 
@@ -194,3 +195,49 @@ def test_update_attempts_are_configurable(rest: Rest) -> None:
         with pytest.raises(PreconditionFailed):
             client.update("/counter.md", meddling)
         assert len(calls) == 10  # the documented default
+
+
+def test_propose(rest: Rest) -> None:
+    body = {"operations": [{"op": "write", "path": "/p/x.md", "content": "x", "if_absent": True}],
+            "rationale": "why"}  # fmt: skip
+    url = "/v1/stores/default/proposals"
+    first = rest.send("POST", url, "q1", json=body)
+    assert first.status_code == 201, first.text
+    assert first.headers["Location"] == f"{url}/{first.json()['id']}"
+    replayed(first, rest.send("POST", url, "q1", json=body))
+    assert len(rest.svc.list_proposals(OWNER, STORE)) == 1
+    mismatch(rest.send("POST", url, "q1", json={**body, "rationale": "another"}))
+
+
+class LosesFirstResponses(httpx.BaseTransport):
+    """Delivers every request, but loses the response of the first one to each URL."""
+
+    def __init__(self, inner: httpx.BaseTransport) -> None:
+        self.inner = inner
+        self.seen: dict[str, int] = {}
+
+    def handle_request(self, request: httpx.Request) -> httpx.Response:
+        response = self.inner.handle_request(request)
+        key = f"{request.method} {request.url.path}"
+        self.seen[key] = self.seen.get(key, 0) + 1
+        if self.seen[key] == 1:
+            raise httpx.ReadError("connection reset after the server answered", request=request)
+        return response
+
+
+def test_sdk_retries_of_these_mutations_apply_them_once(rest: Rest) -> None:
+    token = rest.http.headers["Authorization"].removeprefix("Bearer ")
+    transport = LosesFirstResponses(rest.transport)
+    pid = _proposal(rest.svc, "/p/sdk.md")
+    with memdir.Client("http://memdir", token, transport=transport, max_retries=2) as client:
+        assert client.create_store("fresh").name == "fresh"  # the retry was replayed
+        assert client.archive_store("fresh").archived_at is not None
+        client.delete_store("fresh")
+        assert client.add_principal("agent:sdk").id == "agent:sdk"
+        assert client.accept_proposal(pid).revision == 1
+        proposal = client.propose([Write("/p/again.md", "a", if_absent=True)], rationale="r")
+    assert rest.svc.store_info(OWNER, STORE).revision == 1
+    assert [s.name for s in rest.svc.list_stores(OWNER)] == [STORE]
+    assert "agent:sdk" in {p.id for p in rest.svc.list_principals(OWNER)}
+    assert [p.id for p in rest.svc.list_proposals(OWNER, STORE)] == [proposal.id]
+    assert all(count == 2 for count in transport.seen.values()), transport.seen

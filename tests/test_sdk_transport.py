@@ -22,7 +22,6 @@ from memdir import (
     NotFound,
     PreconditionFailed,
     Proposed,
-    Write,
 )
 from memdir.api import create_app
 from memdir.api.settings import ApiSettings
@@ -139,7 +138,7 @@ def test_rate_limits_are_waited_out_then_raised(run: Run) -> None:
 def test_requests_the_server_does_not_deduplicate_are_not_resent(run: Run) -> None:
     script = Script(envelope(500, "internal_error"))
     with pytest.raises(MemdirError) as raised:
-        run(script, lambda c: c.propose([Write("/org/a.md", "a")]))
+        run(script, lambda c: c.create_token("agent:x"))  # its secret cannot be replayed
     assert len(script.requests) == 1
     assert type(raised.value) is MemdirError and raised.value.details["type"] == "internal_error"
     refused = Script(httpx.ConnectError("refused"), envelope(500, "internal_error"))

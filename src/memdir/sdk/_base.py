@@ -70,16 +70,17 @@ class PolicyText:
     default: bool
 
 
+def _fresh_key() -> httpx.Headers:
+    """A new ``Idempotency-Key``: retries of the one request it travels in apply it once."""
+    return httpx.Headers({"Idempotency-Key": uuid.uuid4().hex})
+
+
 def _json(response: httpx.Response) -> Any:
     return response.json()
 
 
 def _parser(kind: type[T]) -> Callable[[httpx.Response], T]:
     return lambda response: cast(T, from_json(kind, response.json()))
-
-
-def _none(response: httpx.Response) -> None:
-    return None
 
 
 _commit = _parser(CommitResult)
@@ -561,8 +562,7 @@ class _BaseClient:
         headers = self._change_headers(reason, provenance)
         request = self._request("POST", self._store_url(store, "/proposals"), json=body,
                                 headers=headers)  # fmt: skip
-        # Not deduplicated by the server: a retry after a lost response could queue it twice.
-        return single(Call(request, _parser(Proposal), retry_safe=False))
+        return single(Call(request, _parser(Proposal)))  # deduplicated by its key
 
     def _proposals(
         self, *, status: str = "open", limit: int | None = None, store: str | None = None
@@ -580,7 +580,7 @@ class _BaseClient:
         self, proposal: str, verb: str, body: dict[str, Any], store: str | None
     ) -> httpx.Request:
         url = self._store_url(store, f"/proposals/{quote(proposal, safe='')}/{verb}")
-        return self._request("POST", url, json=body)
+        return self._request("POST", url, json=body, headers=_fresh_key())
 
     def _accept_proposal(
         self, proposal: str, *, comment: str | None = None, store: str | None = None
@@ -588,21 +588,21 @@ class _BaseClient:
         """Apply an open proposal as a commit (Conflict, and ``conflicted``, if it no longer
         applies)."""
         request = self._review(proposal, "accept", {"comment": comment}, store)
-        return single(Call(request, _commit, retry_safe=False))
+        return single(Call(request, _commit))
 
     def _reject_proposal(
         self, proposal: str, *, comment: str | None = None, store: str | None = None
     ) -> Plan[Proposal]:
         """Reject an open or conflicted proposal."""
         request = self._review(proposal, "reject", {"comment": comment}, store)
-        return single(Call(request, _parser(Proposal), retry_safe=False))
+        return single(Call(request, _parser(Proposal)))
 
     def _rebase_proposal(
         self, proposal: str, *, content: str | None = None, store: str | None = None
     ) -> Plan[Proposal]:
         """Rebase onto the current files, optionally replacing a one-file change by ``content``."""
         request = self._review(proposal, "rebase", {"content": content}, store)
-        return single(Call(request, _parser(Proposal), retry_safe=False))
+        return single(Call(request, _parser(Proposal)))
 
     # --- stores, principals, tokens, policy ----------------------------------------------------
 
@@ -687,18 +687,19 @@ class _BaseClient:
 
     def _create_store(self, name: str, *, exist_ok: bool = False) -> Plan[StoreInfo]:
         """Create a store (admins); ``exist_ok`` makes an existing one a success."""
-        request = self._request("POST", "/v1/stores", json={"name": name, "exist_ok": exist_ok})
-        return single(Call(request, _parser(StoreInfo), retry_safe=exist_ok))
+        body = {"name": name, "exist_ok": exist_ok}
+        request = self._request("POST", "/v1/stores", json=body, headers=_fresh_key())
+        return single(Call(request, _parser(StoreInfo)))
 
     def _archive_store(self, name: str) -> Plan[StoreInfo]:
         """Make a store read-only for good (admins)."""
-        request = self._request("POST", self._store_url(name, "/archive"))
+        request = self._request("POST", self._store_url(name, "/archive"), headers=_fresh_key())
         return single(Call(request, _parser(StoreInfo)))
 
     def _delete_store(self, name: str) -> Plan[None]:
         """Delete a store with all its files, history and proposals (admins)."""
-        request = self._request("DELETE", self._store_url(name))
-        return single(Call(request, _none, retry_safe=False))
+        request = self._request("DELETE", self._store_url(name), headers=_fresh_key())
+        return single(Call(request, lambda _: None))
 
     def _me(self) -> Plan[PrincipalInfo]:
         """The principal this client acts as."""
@@ -725,13 +726,13 @@ class _BaseClient:
         """Register ``agent:NAME``, ``user:NAME`` or ``service:NAME`` (admins)."""
         body = {"id": principal, "groups": list(groups), "projects": list(projects),
                 "tasks": list(tasks), "acts_for": acts_for}  # fmt: skip
-        request = self._request("POST", "/v1/principals", json=body)
-        return single(Call(request, _parser(PrincipalInfo), retry_safe=False))
+        request = self._request("POST", "/v1/principals", json=body, headers=_fresh_key())
+        return single(Call(request, _parser(PrincipalInfo)))
 
     def _remove_principal(self, principal: str) -> Plan[None]:
         """Remove a principal and revoke its tokens (admins)."""
         url = f"/v1/principals/{quote(principal, safe='')}"
-        return single(Call(self._request("DELETE", url), _none, retry_safe=False))
+        return single(Call(self._request("DELETE", url), lambda _: None, retry_safe=False))
 
     def _tokens(self, principal: str | None = None) -> Plan[list[TokenInfo]]:
         """Tokens (never their secrets), oldest first (admins)."""

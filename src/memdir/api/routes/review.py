@@ -60,11 +60,17 @@ async def list_proposals(
 async def propose(ctx: Ctx, store: StoreName, body: ProposeBody, prov: Prov) -> Response:
     """Queue operations for review instead of applying them (needs ``propose`` rights)."""
     operations = [operation_from_dict(op.model_dump()) for op in body.operations]
-    proposal = await ctx.call(
-        ctx.service.propose, store, operations, rationale=body.rationale,
-        evidence=body.evidence, statistics=body.statistics, provenance=merged(prov, body),
+
+    def run() -> Proposal:
+        return ctx.service.propose(
+            ctx.principal, store, operations, rationale=body.rationale, evidence=body.evidence,
+            statistics=body.statistics, provenance=merged(prov, body),
+        )  # fmt: skip
+
+    return await once(
+        ctx, prov.idempotency_key, ["propose", store, body.model_dump(mode="json")], run,
+        status=201, headers=lambda p: {"Location": f"/v1/stores/{store}/proposals/{p['id']}"},
     )  # fmt: skip
-    return render(proposal, 201, {"Location": f"/v1/stores/{store}/proposals/{proposal.id}"})
 
 
 @router.get(ONE, response_model=Proposal, summary="Show a proposal")
