@@ -436,6 +436,35 @@ def test_transcripts_follow_the_transcripts_rule(tab: Tab, site: Site) -> None:
     assert "only-zeta" not in page.content()
 
 
+# --- dream runs -----------------------------------------------------------------------------
+
+
+def test_dream_runs_and_their_report_link_to_their_proposals(tab: Tab, site: Site) -> None:
+    svc = site.svc
+    fleet = b"".join(_session("acme", f"run {i}", f"dream-{i}") for i in range(12))
+    svc.import_transcripts(OWNER, STORE, [Source.from_bytes("fleet.jsonl", fleet)])
+    run = svc.dream(svc.resolve("user:root"), STORE)
+    assert run.status == "finished" and run.proposals, run.report
+
+    page = open_as(tab, site, site.root, then="/s/default/dreams")
+    page.click(f"a.run:text-is('{run.id}')")
+    assert run.id in page.inner_text("h1") and run.status in page.inner_text("h1")
+    assert f"Proposed ({len(run.proposals)})" in page.inner_text("main")
+    links = page.locator(".pattern a.proposal").all_inner_texts()
+    assert links == run.proposals
+    assert "Left out" in page.inner_text("main")
+    page.click(f".pattern a.proposal:text-is('{run.proposals[0]}')")
+    assert page.url.endswith(f"/proposals/{run.proposals[0]}")
+    assert "dream proposal" in page.inner_text("p.meta")
+    assert page.locator(f"p.meta a[href$='/dreams/{run.id}']").count() == 1
+    assert page.locator("svg.chart rect.bar").count() >= 2  # a dream's statistics, charted
+
+    other = open_as(tab, site, site.bot, then="/s/default/dreams")  # not its run, not an admin
+    assert run.id not in other.inner_text("main")
+    response = other.goto(f"{site.url}/s/default/dreams/{run.id}")
+    assert response is not None and response.status == 404
+
+
 # --- the pure helpers behind the pages (no browser) ------------------------------------------
 
 
