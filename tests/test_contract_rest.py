@@ -241,3 +241,24 @@ def test_sdk_retries_of_these_mutations_apply_them_once(rest: Rest) -> None:
     assert "agent:sdk" in {p.id for p in rest.svc.list_principals(OWNER)}
     assert [p.id for p in rest.svc.list_proposals(OWNER, STORE)] == [proposal.id]
     assert all(count == 2 for count in transport.seen.values()), transport.seen
+
+
+def test_a_write_queued_for_review_is_queued_once(rest: Rest) -> None:
+    rest.svc.add_principal(OWNER, "agent:bot")
+    bot = rest.svc.create_token(OWNER, "agent:bot").token
+    url = "/v1/stores/default/files/org/rule.md"
+
+    def put(key: str, content: str) -> httpx.Response:
+        headers = {"Authorization": f"Bearer {bot}", "Idempotency-Key": key}
+        return rest.http.put(url, content=content, headers=headers)
+
+    first = put("w1", "be kind\n")  # agents may only propose under /org/
+    assert first.status_code == 202, first.text
+    again = put("w1", "be kind\n")
+    assert again.status_code == 202
+    assert again.json()["error"]["proposal"] == first.json()["error"]["proposal"]
+    assert len(rest.svc.list_proposals(OWNER, STORE)) == 1
+    mismatch(put("w1", "be rude\n"))
+    other = put("w2", "be rude\n")  # a new key: a new proposal
+    assert other.status_code == 202
+    assert other.json()["error"]["proposal"] != first.json()["error"]["proposal"]

@@ -167,7 +167,14 @@ class MemoryService(
         try:
             return self._run(principal, store, provenance, request, apply)
         except _NeedsReview as review:
-            pid = self._queue(principal, store, operations, provenance, review)
+            # A repeated key queues nothing more: it answers with the proposal queued first.
+            key = provenance.idempotency_key if provenance is not None else None
+            needs: _NeedsReview = review
+
+            def queue() -> str:
+                return self._queue(principal, store, operations, provenance, needs)
+
+            pid, _ = self.idempotent(principal, key, ["queued", store, request], queue, str, str)
             raise Proposed(
                 f"not applied: {review.reason}; it waits for review as proposal {pid} "
                 f"(`memdir proposals show {pid}`)",
