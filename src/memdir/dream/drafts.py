@@ -106,6 +106,10 @@ def _clean(text: str) -> str:
     return literal_phrase(text) if any(p in text for p in PLACEHOLDERS) else text
 
 
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _statistics_line(pattern: Pattern) -> str:
     projects = sorted(p for p in pattern.projects if p)
     when = ""
@@ -113,7 +117,7 @@ def _statistics_line(pattern: Pattern) -> str:
         when = f"; first seen {pattern.first_seen.date()}, last seen {pattern.last_seen.date()}"
     return (
         f"Seen in {pattern.sessions} of {pattern.sessions_selected} sessions "
-        f"({pattern.prevalence:.1%}), {len([a for a in pattern.agents if a])} agents"
+        f"({pattern.prevalence:.1%}), {_count(len([a for a in pattern.agents if a]), 'agent')}"
         + (f", projects: {', '.join(projects[:8])}" if projects else "")
         + when
         + "."
@@ -142,9 +146,10 @@ def _body(pattern: Pattern) -> tuple[str, str, list[str]]:
         total = sum(pattern.variants.values())
         top = pattern.variants.get(str(s.get("change")), 0)
         others = [f"- {v} ({n}x)" for v, n in pattern.variants.items() if v != s.get("change")]
+        label, side = _recovery_parts(pattern)
         return (
-            f"`{s.get('failed')}` fails; `{s.get('fixed')}` works",
-            f"Use `{s.get('fixed')}`, not `{s.get('failed')}` ({s.get('change')})"[:200],
+            f"`{label}` fails with `{side}`; {s.get('change')} works",
+            f"{label}: {s.get('change')} (`{side}` fails)"[:200],
             [
                 f"- Fails: `{s.get('failed')}` (tool `{s.get('tool')}`)",
                 f"- Works: `{s.get('fixed')}` — {s.get('change')} (fixed it {top} of {total} "
@@ -211,12 +216,21 @@ def _note(pattern: Pattern, path: str) -> str:
     return "\n".join([*head, *body, "", _statistics_line(pattern), ""])
 
 
+def _recovery_parts(pattern: Pattern) -> tuple[str, str]:
+    """(command words or tool, failing side) of a recovery, from its key when it is readable."""
+    parts = pattern.key.split("|")
+    if pattern.key.startswith("h:") or len(parts) < 2:
+        return str(pattern.subject.get("tool")), _clean(str(pattern.subject.get("failed", "")))
+    return parts[-2], parts[-1]
+
+
 def _slug_source(pattern: Pattern) -> str:
     s = pattern.subject
     if pattern.miner == "tool_errors":
         return f"{s.get('command') or s.get('tool')} {literal_phrase(str(s.get('signature', '')))}"
     if pattern.miner == "recovery":
-        return _clean(str(s.get("failed", "")))
+        label, side = _recovery_parts(pattern)
+        return " ".join(dict.fromkeys(f"{label} {side}".split()))
     if pattern.miner == "corrections":
         return " ".join(s.get("terms", []))
     if pattern.miner == "exploration":

@@ -28,6 +28,7 @@ from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import MinerContext, cut, excerpt
 from memdir.dream.model import Session, Signal
+from memdir.transcripts.common import dumps
 from memdir.transcripts.model import bounded_key
 
 __all__ = ["JOIN", "MAX_CHARS", "RULES", "CorrectionsMiner", "is_correction", "key_terms"]
@@ -136,7 +137,9 @@ class CorrectionsMiner:
             founder = self._cluster(terms)
             text = " ".join(event.text.split())
             before = session.events[acted]
-            action = before.text if before.kind == "message" else f"{before.name} {before.input}"
+            action = (
+                before.text if before.kind == "message" else f"{before.name} {dumps(before.input)}"
+            )
             yield Signal(
                 miner=self.name,
                 key=bounded_key("+".join(founder)),
