@@ -295,7 +295,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         self._mine(principal, row, config, state, assistant, selected, memory, progress)
         result = state.engine.finish()
         drafts = result.drafts
-        if assistant is not None and drafts and not _stopped(assistant):
+        if assistant is not None and drafts:  # screens every draft even when out of budget
             drafts = assistant.write(drafts, memory)
         outcomes = self._queue_drafts(principal, store, row, config, result, drafts, progress)
         usage = assistant.usage.to_json() if assistant is not None else None
@@ -311,6 +311,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             },
             "memory_files": len(memory), "usage": usage,
             "budget_stopped": bool(assistant is not None and _stopped(assistant)),
+            "model_review": assistant.state.to_json() if assistant is not None else None,
+            "model_summary": assistant.state.summary() if assistant is not None else [],
             "seconds": round(time.perf_counter() - began, 3),
         }  # fmt: skip
         report = build(header, outcomes, dry_run=config.dry_run)
@@ -593,22 +595,16 @@ def _assistant(config: DreamConfig, checkpoint: dict[str, Any] | None) -> Any:
     """The model orchestrator for ``config.model`` (None offline), usage restored on resume."""
     if config.model == "offline":
         return None
-    from memdir.dream.llm import Assistant, Budget, model_from_spec
+    from memdir.dream.llm import Assistant, Budget, Usage, model_from_spec
 
     port = model_from_spec(config.model)
     if port is None:
         return None
-    assistant = Assistant(
+    saved = (checkpoint or {}).get("usage")  # a resumed run keeps counting its spend
+    return Assistant(
         port,
         instructions=config.instructions or "",
         budget=Budget(tokens=config.budget_tokens, usd=config.budget_usd),
         use_batches=config.batches,
+        usage=Usage.from_json(saved) if saved else None,
     )
-    if checkpoint and checkpoint.get("usage"):  # a resumed run keeps counting its spend
-        saved = checkpoint["usage"]
-        for name in ("requests", "batched_requests", "retries", "failures", "input_tokens",
-                     "output_tokens", "cache_creation_input_tokens", "cache_read_input_tokens",
-                     "cost_usd"):  # fmt: skip
-            if isinstance(saved.get(name), int | float):
-                setattr(assistant.usage, name, saved[name])
-    return assistant

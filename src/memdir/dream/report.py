@@ -95,6 +95,7 @@ def markdown(report: dict[str, Any]) -> str:
             + (" — **budget reached**, the rest ran offline" if report.get("budget_stopped")
                else "")
         )  # fmt: skip
+    lines += [f"- {line}" for line in report.get("model_summary") or []]
     if report.get("dry_run"):
         lines.append("- dry run: nothing was queued for review")
     lines += ["", "## Proposed", ""]
