@@ -53,18 +53,21 @@ class Site:
     transcripts: dict[str, str]  # project -> transcript id
 
 
-def _session(project: str, secret: str, session_id: str | None = None) -> bytes:
+def _session(
+    project: str, secret: str, session_id: str | None = None, tool: str = "npm ci"
+) -> bytes:
+    """One failing-then-recovering session: ``<tool> --frozen-lockfile`` fails, ``<tool>`` works."""
     lines = [
         {"type": "transcript", "format": "generic", "session_id": session_id or f"s-{project}",
          "project": project, "agent": "bot", "outcome": "failure"},
         {"type": "event", "kind": "message", "role": "user",
          "text": f"Run the tests for {project} <script>alert('t')</script>"},
         {"type": "event", "kind": "tool_call", "name": "bash", "call_id": "c1",
-         "input": {"command": "npm ci --frozen-lockfile"}},
+         "input": {"command": f"{tool} --frozen-lockfile"}},
         {"type": "event", "kind": "tool_result", "call_id": "c1", "is_error": True,
          "exit_code": 1, "output": f"npm ERR! lockfile out of date ({secret})"},
         {"type": "event", "kind": "tool_call", "name": "bash", "call_id": "c2",
-         "input": {"command": "npm ci"}},
+         "input": {"command": tool}},
         {"type": "event", "kind": "tool_result", "call_id": "c2", "is_error": False,
          "exit_code": 0, "output": "added 812 packages"},
     ]  # fmt: skip
@@ -441,7 +444,8 @@ def test_transcripts_follow_the_transcripts_rule(tab: Tab, site: Site) -> None:
 
 def test_dream_runs_and_their_report_link_to_their_proposals(tab: Tab, site: Site) -> None:
     svc = site.svc
-    fleet = b"".join(_session("acme", f"run {i}", f"dream-{i}") for i in range(12))
+    # a tool no memory mentions yet (memory written by earlier tests covers `npm ci`)
+    fleet = b"".join(_session("acme", f"run {i}", f"dream-{i}", "yarn install") for i in range(12))
     svc.import_transcripts(OWNER, STORE, [Source.from_bytes("fleet.jsonl", fleet)])
     run = svc.dream(svc.resolve("user:root"), STORE)
     assert run.status == "finished" and run.proposals, run.report

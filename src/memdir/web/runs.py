@@ -15,14 +15,13 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
-from memdir.core.errors import InvalidInput, NotFound
-from memdir.core.model import Principal
+from memdir.core.errors import InvalidInput
 from memdir.transcripts.model import Event
 from memdir.web.page import page, viewer
 from memdir.web.render import facts, path_url, safe_id
@@ -30,26 +29,10 @@ from memdir.web.render import facts, path_url, safe_id
 __all__ = ["routes"]
 
 
-@runtime_checkable
-class DreamRuns(Protocol):
-    """The service calls the dream pages make (``memdir.dreams.DreamsMixin``)."""
-
-    def list_dream_runs(self, principal: Principal, store: str, *, limit: int = 50) -> Any: ...
-
-    def get_dream_run(self, principal: Principal, store: str, run_id: str) -> Any: ...
-
-
-def _runs_service(service: object) -> DreamRuns:
-    if not isinstance(service, DreamRuns):
-        raise NotFound("this server has no dream runs (its service does not run dreams)")
-    return service
-
-
 async def dream_runs(request: Request) -> Response:
     who = await viewer(request)
     store = request.path_params["store"]
-    runs = _runs_service(who.service)
-    found = await who.call(runs.list_dream_runs, store, limit=100)
+    found = await who.call(who.service.list_dream_runs, store, limit=100)
     return page(request, "dreams.html", who, runs=[(safe_id(r.id), r) for r in found])
 
 
@@ -92,8 +75,7 @@ async def dream_run(request: Request) -> Response:
 
     who = await viewer(request)
     store = request.path_params["store"]
-    runs = _runs_service(who.service)
-    run = await who.call(runs.get_dream_run, store, request.path_params["run_id"])
+    run = await who.call(who.service.get_dream_run, store, request.path_params["run_id"])
     report: dict[str, Any] = run.report or {}
     summary = {k: v for k, v in report.items()
                if k not in ("proposed", "left_out", "usage", "sessions")}  # fmt: skip
