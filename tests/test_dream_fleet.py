@@ -72,7 +72,7 @@ def test_formats_import_cleanly_with_their_labels(fleet: Fleet, loaded: Any) -> 
     for info in infos:
         by_format[info.format] = by_format.get(info.format, 0) + 1
     assert by_format == manifest["formats"]
-    assert min(by_format.values()) >= SESSIONS // 4
+    assert min(by_format.values()) >= SESSIONS // 10
     assert all(i.project and i.user and i.agent for i in infos)
     assert len({i.agent for i in infos}) >= 20
     assert len({i.project for i in infos}) >= 6
@@ -85,7 +85,7 @@ def test_formats_import_cleanly_with_their_labels(fleet: Fleet, loaded: Any) -> 
     assert starts[-1] - starts[0] >= dt.timedelta(weeks=4)
     assert starts[-1] <= fleet.now
     names = {p["format"] for p in manifest["planted"] if p["format"]}
-    assert names == {"claude-code", "openai-chat"}
+    assert names == {"claude-code", "codex", "openai-chat"}
 
 
 # --- reading the raw files, independently of the generator and the importers ------------
@@ -134,15 +134,48 @@ def _openai_sessions(path: Path) -> dict[str, tuple[list[Call], list[str]]]:
     return out
 
 
+def _codex_session(path: Path) -> tuple[str, list[Call], list[str]]:
+    """A rollout: shell calls as ``("shell", {"command": <the bash -lc string>}, ...)``."""
+    calls: dict[str, list[Any]] = {}
+    order: list[str] = []
+    users: list[str] = []
+    session = ""
+    for line in path.read_text(encoding="utf-8").splitlines():
+        record = json.loads(line)
+        item = record["payload"]
+        if record["type"] == "session_meta":
+            session = item["id"]
+        if record["type"] != "response_item":
+            continue
+        if item["type"] == "message" and item["role"] == "user":
+            users.append(item["content"][0]["text"])
+        elif item["type"] == "function_call":
+            command = json.loads(item["arguments"])["command"][-1]
+            calls[item["call_id"]] = [item["name"], {"command": command}, "", False]
+            order.append(item["call_id"])
+        elif item["type"] == "custom_tool_call":
+            calls[item["call_id"]] = [item["name"], {"patch": item["input"]}, "", False]
+            order.append(item["call_id"])
+        elif item["type"] == "function_call_output":
+            output = json.loads(item["output"])
+            calls[item["call_id"]][2:] = [output["output"], output["metadata"]["exit_code"] != 0]
+        elif item["type"] == "custom_tool_call_output":
+            calls[item["call_id"]][2] = item["output"]
+    return session, [tuple(calls[i]) for i in order], users  # type: ignore[misc]
+
+
 def _sessions(root: Path) -> dict[str, tuple[list[Call], list[str]]]:
     found = {p.stem: _claude_session(p) for p in (root / "claude").rglob("*.jsonl")}
+    for path in (root / "codex").rglob("*.jsonl"):
+        session, calls, users = _codex_session(path)
+        found[session] = (calls, users)
     for path in (root / "openai").rglob("*.json"):
         found.update(_openai_sessions(path))
     return found
 
 
 def _cmd(c: Call) -> str:
-    return str(c[1].get("command", "")) if c[0] == "Bash" else ""
+    return str(c[1].get("command", "")) if c[0] in ("Bash", "shell") else ""
 
 
 def _then(
@@ -184,6 +217,8 @@ PROBES: dict[str, Callable[[list[Call], list[str]], bool]] = {
     "orders-rate-limit": lambda c, u: _failed(c, "search_orders", "rate limit exceeded"),
     "ticket-priority": lambda c, u: _then(
         c, lambda x: x[0] == "create_ticket", lambda x: x[0] == "create_ticket"),
+    "cargo-offline": lambda c, u: _then(
+        c, lambda x: _cmd(x) == "cargo build --offline", lambda x: _cmd(x) == "cargo build"),
     "deploy-timeout": lambda c, u: _failed(c, "deploy_service", "timed out"),
     "pip-user": lambda c, u: _then(
         c, lambda x: "pip install --user" in _cmd(x), lambda x: _cmd(x).startswith("pip install")),
@@ -236,7 +271,10 @@ def test_noise_has_non_failing_exits_and_one_off_errors(fleet: Fleet) -> None:
     one_off = [c[2] for c in calls if c[3] and _cmd(c).startswith("./scripts/")]
     assert len(one_off) >= 20 and len(set(one_off)) == len(one_off)
     tools = {c[0] for c in calls}
-    assert {"Bash", "Read", "Grep", "Glob", "Edit", "get_customer", "create_ticket"} <= tools
+    assert {"Bash", "Read", "Grep", "Glob", "Edit", "shell", "apply_patch", "get_customer",
+            "create_ticket"} <= tools  # fmt: skip
+    rg_nothing = [c for c in calls if _cmd(c).startswith("rg -n") and c[3] and not c[2]]
+    assert rg_nothing  # rg that finds nothing exits 1 in Codex rollouts
 
 
 def _pattern(miner: str, subject: dict[str, Any], sessions: int, title: str = "") -> Pattern:

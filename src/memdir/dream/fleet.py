@@ -1,9 +1,11 @@
 """A reproducible synthetic fleet with planted patterns, and the score of a dream against it.
 
-:func:`generate` writes ``sessions`` agent sessions as transcript files in two formats the
-importers read — Claude Code session JSONL under ``claude/<agent>/<project dir>/<id>.jsonl``
-and τ-bench-shaped OpenAI chat result files under ``openai/<agent>/results-NNN.json`` — plus
-``manifest.json``: the ground truth. Invariants:
+:func:`generate` writes ``sessions`` agent sessions as transcript files in three formats the
+importers read — Claude Code session JSONL under ``claude/<agent>/<project dir>/<id>.jsonl``,
+Codex CLI rollouts under ``codex/<agent>/<project>/rollout-*.jsonl`` and τ-bench-shaped
+OpenAI chat result files under ``openai/<agent>/results-NNN.json`` — plus ``manifest.json``:
+the ground truth (with ``imports``: each directory and the scope labels to import it with,
+since Claude Code and Codex files carry none). Invariants:
 
 - **Reproducible**: the same arguments give byte-identical files. Each session draws from its
   own ``random.Random(f"{seed}:{index}")`` (string seeds hash with SHA-512, independent of
@@ -18,10 +20,10 @@ and τ-bench-shaped OpenAI chat result files under ``openai/<agent>/results-NNN.
   :class:`~memdir.dream.model.Thresholds` (>= 5 sessions and >= 2 %); the catalogue places
   some at 2.5 % (just above) and some at 1.5 % (just below).
 
-Population: 8 projects, 12 users, 24 agents (a Claude Code agent ``cc-<user>`` per user, on the
-projects of that user's teams; 12 operations bots on the OpenAI chat format, one home project
-each), sessions of 10-80 events spread over the 6 weeks before ``end`` (default
-``FLEET_END``).
+Population: 8 projects, 12 users, 30 agents (a Claude Code agent ``cc-<user>`` per user, on the
+projects of that user's teams; ``codex-<user>`` for 6 of them; 12 operations bots on the OpenAI
+chat format, one home project each; 50 / 15 / 35 % of the sessions), sessions of 10-80 events
+spread over the 6 weeks before ``end`` (default ``FLEET_END``).
 
 Manifest ``planted`` entries: ``id``, ``miner`` (one of ``MINER_NAMES``), ``match``
 (``{"tool", "contains"}``: the found pattern's ``subject["tool"]`` — case-insensitive, None for
@@ -48,12 +50,14 @@ from typing import TYPE_CHECKING, Any, Final
 
 from memdir.dream.fleet_formats import (
     CLAUDE,
+    CODEX,
     OPENAI,
     Act,
     Noise,
     act_events,
     call,
     claude_lines,
+    codex_lines,
     event_count,
     openai_element,
     say,
@@ -90,7 +94,10 @@ BOTS: Final = ("support-bot", "billing-bot", "ops-bot", "deploy-bot", "triage-bo
 FLEET_END: Final = dt.datetime(2026, 11, 20, 18, 0, tzinfo=dt.UTC)
 SPAN_DAYS: Final = 42
 RECENT_DAYS: Final = 28
-_OPENAI_SHARE: Final = 0.4
+_OPENAI_SHARE: Final = 0.35
+_CODEX_SHARE: Final = 0.15
+#: Users who also run Codex CLI (agents ``codex-<user>``).
+_CODEX_USERS: Final = 6
 _PER_RESULT_FILE: Final = 100
 _MIN_EVENTS: Final = 10
 _MAX_EVENTS: Final = 80
@@ -154,6 +161,15 @@ def _make_test(n: Noise) -> list[Act]:
     return [n.bash("make test", "make: *** No rule to make target 'test'.  Stop.", 2),
             say("assistant", "There is no test target; the Makefile has check instead."),
             n.bash("make check", ok)]  # fmt: skip
+
+
+def _cargo_offline(n: Noise) -> list[Act]:
+    crate = n.rng.choice(("serde", "tokio", "anyhow", "clap", "reqwest"))
+    err = (f"error: no matching package named `{crate}` found\nlocation searched: registry "
+           "`crates-io`\nrequired by package `app v0.1.0`\nAs a reminder, you're using offline "
+           "mode (--offline) which can sometimes cause surprising resolution failures")  # fmt: skip
+    ok = f"   Compiling app v0.1.0\n    Finished dev profile in {n.rng.uniform(2, 80):.2f}s"
+    return [n.bash("cargo build --offline", err, 101), n.bash("cargo build", ok)]
 
 
 def _pip_user(n: Noise) -> list[Act]:
@@ -302,6 +318,9 @@ CATALOGUE: Final[tuple[Spec, ...]] = (
     Spec("ticket-priority", "recovery", "create_ticket", "priority", 0.03,
          "create_ticket refuses priority 'urgent'; 'high' works", format=OPENAI, build=_ticket,
          accept=(("tool_errors", "create_ticket", "priority"),)),
+    Spec("cargo-offline", "recovery", "shell", "--offline", 0.025,
+         "cargo build --offline fails on a fresh checkout; cargo build works", format=CODEX,
+         build=_cargo_offline, accept=(("tool_errors", "shell", "offline"),)),
     Spec("expired-note", "consolidation", None, "release-freeze", 0.0,
          "a note whose expires date has passed", format=None, place="memory",
          memory=("/projects/web/notes/release-freeze.md",)),
@@ -362,6 +381,7 @@ def _headers(seed: int, sessions: int, end: dt.datetime) -> list[_Header]:
         if not any(user in team for team in teams.values()):
             teams[rng.choice(PROJECTS)].append(user)
     homes = {bot: PROJECTS[i % len(PROJECTS)] for i, bot in enumerate(BOTS)}
+    coders = sorted(rng.sample(USERS, _CODEX_USERS))
     span = SPAN_DAYS * 86400
     starts = sorted(rng.uniform(0, span - 3 * 3600) for _ in range(sessions))
     out = []
@@ -369,9 +389,14 @@ def _headers(seed: int, sessions: int, end: dt.datetime) -> list[_Header]:
         start = end - dt.timedelta(seconds=span - offset)
         start = start.replace(microsecond=0)
         length = rng.randint(_MIN_EVENTS, _MAX_EVENTS - 6)  # a last block may overshoot by 6
-        if rng.random() < _OPENAI_SHARE:
+        roll = rng.random()
+        if roll < _OPENAI_SHARE:
             bot = rng.choice(BOTS)
             out.append(_Header(index, OPENAI, bot, rng.choice(USERS), homes[bot], start, length))
+        elif roll < _OPENAI_SHARE + _CODEX_SHARE:
+            user = rng.choice(coders)
+            project = rng.choice(sorted(p for p in PROJECTS if user in teams[p]))
+            out.append(_Header(index, CODEX, f"codex-{user}", user, project, start, length))
         else:
             project = rng.choices(PROJECTS, _PROJECT_WEIGHTS)[0]
             user = rng.choice(sorted(teams[project]))
@@ -418,7 +443,7 @@ def _compose(header: _Header, specs: list[Spec], rng: random.Random) -> list[Act
     """The session's script: task, opening lookups, noise with the planted blocks, closing."""
     noise = Noise(rng, header.format, header.project)
     fmt = header.format
-    claude = fmt == CLAUDE
+    claude = fmt != OPENAI  # Codex works like Claude Code; its rollout writer maps the tools
     acts: list[Act] = [say("user", noise.task() if claude else noise.openai_task())]
     for spec in (s for s in specs if s.place == "opening"):
         acts.extend(spec.build(noise) if spec.build else [])
@@ -491,11 +516,13 @@ def generate(
         for index in plan[spec.id]:
             by_session.setdefault(index, []).append(spec)
     names: dict[int, str] = {}
-    groups: dict[tuple[str, str], int] = {}
+    groups: dict[tuple[str, str, str, str], int] = {}  # (format, directory, user, project)
     events = 0
-    for h in (h for h in headers if h.format == CLAUDE):
-        names[h.index], count = _write_claude(out_dir, seed, h, by_session.get(h.index, []))
-        groups[(h.agent, h.project)] = groups.get((h.agent, h.project), 0) + 1
+    for h in (h for h in headers if h.format != OPENAI):
+        folder, names[h.index], count = _write_session(out_dir, seed, h,
+                                                       by_session.get(h.index, []))  # fmt: skip
+        group = (h.format, folder, h.user, h.project)
+        groups[group] = groups.get(group, 0) + 1
         events += count
     bots = sorted({h.agent for h in headers if h.format == OPENAI})
     for bot in bots:
@@ -514,16 +541,22 @@ def _project_dir(user: str, project: str) -> str:
     return f"-home-{user}-src-{project}"
 
 
-def _write_claude(out_dir: Path, seed: int, h: _Header, specs: list[Spec]) -> tuple[str, int]:
+def _write_session(out_dir: Path, seed: int, h: _Header, specs: list[Spec]) -> tuple[str, str, int]:
+    """One Claude Code session file or Codex rollout: (its directory, session id, events)."""
     rng = random.Random(f"{seed}:{h.index}")
     session = session_uuid(rng)
     acts = _compose(h, specs, rng)
-    folder = out_dir / "claude" / h.agent / _project_dir(h.user, h.project)
-    folder.mkdir(parents=True, exist_ok=True)
-    with (folder / f"{session}.jsonl").open("w", encoding="utf-8", newline="\n") as out:
-        out.writelines(claude_lines(acts, rng, session=session, start=h.start,
-                                    cwd=f"/home/{h.user}/src/{h.project}"))  # fmt: skip
-    return session, event_count(acts, CLAUDE)
+    cwd = f"/home/{h.user}/src/{h.project}"
+    if h.format == CLAUDE:
+        folder = f"claude/{h.agent}/{_project_dir(h.user, h.project)}"
+        name, lines = f"{session}.jsonl", claude_lines
+    else:
+        folder = f"codex/{h.agent}/{h.project}"
+        name, lines = f"rollout-{h.start:%Y-%m-%dT%H-%M-%S}-{session}.jsonl", codex_lines
+    (out_dir / folder).mkdir(parents=True, exist_ok=True)
+    with (out_dir / folder / name).open("w", encoding="utf-8", newline="\n") as out:
+        out.writelines(lines(acts, rng, session=session, start=h.start, cwd=cwd))
+    return folder, session, event_count(acts, h.format)
 
 
 def _write_openai(
@@ -550,7 +583,8 @@ def _write_openai(
 
 def _manifest(
     seed: int, end: dt.datetime, headers: list[_Header], plan: dict[str, list[int]],
-    users: dict[str, str], names: dict[int, str], groups: dict[tuple[str, str], int], events: int,
+    users: dict[str, str], names: dict[int, str], groups: dict[tuple[str, str, str, str], int],
+    events: int,
 ) -> dict[str, Any]:  # fmt: skip
     thresholds = Thresholds()
     total = len(headers)
@@ -574,13 +608,14 @@ def _manifest(
             "memory": list(spec.memory),
             "session_ids": [names[h.index] for h in chosen],
         })  # fmt: skip
-    formats = {CLAUDE: 0, OPENAI: 0}
+    formats = {CLAUDE: 0, CODEX: 0, OPENAI: 0}
     for h in headers:
         formats[h.format] += 1
     imports = [
-        {"path": f"claude/{agent}/{_project_dir(agent[3:], project)}", "format": CLAUDE,
-         "labels": {"project": project, "user": agent[3:], "agent": agent}, "sessions": count}
-        for (agent, project), count in sorted(groups.items())
+        {"path": folder, "format": fmt, "labels": {"project": project, "user": user,
+                                                    "agent": folder.split("/")[1]},
+         "sessions": count}
+        for (fmt, folder, user, project), count in sorted(groups.items())
     ]  # fmt: skip
     imports.append({"path": "openai", "format": OPENAI, "labels": {}, "sessions": formats[OPENAI]})
     return {

@@ -38,12 +38,14 @@ from typing import Any, Final
 
 __all__ = [
     "CLAUDE",
+    "CODEX",
     "OPENAI",
     "Act",
     "Noise",
     "act_events",
     "call",
     "claude_lines",
+    "codex_lines",
     "event_count",
     "openai_element",
     "say",
@@ -52,6 +54,7 @@ __all__ = [
 
 CLAUDE: Final = "claude-code"
 OPENAI: Final = "openai-chat"
+CODEX: Final = "codex"
 _MODEL: Final = "claude-sonnet-4-5-20250929"
 _ALNUM: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _CC_VERSION: Final = "2.0.14"
@@ -88,14 +91,14 @@ def call(
 
 def act_events(acts: list[Act], fmt: str) -> int:
     """How many events the importer of ``fmt`` makes of ``acts`` (see the module docstring)."""
-    if fmt == CLAUDE:
+    if fmt in (CLAUDE, CODEX):
         return sum(3 if a.kind == "call" else 2 if a.kind == "assistant" else 1 for a in acts)
     return sum(2 if a.kind == "call" else 1 for a in acts)
 
 
 def event_count(acts: list[Act], fmt: str) -> int:
     """The events of a whole session of ``acts`` (with the system prompt of OpenAI chat)."""
-    return act_events(acts, fmt) + (0 if fmt == CLAUDE else 1)
+    return act_events(acts, fmt) + (1 if fmt == OPENAI else 0)
 
 
 # --- vocabulary --------------------------------------------------------------------------
@@ -374,6 +377,79 @@ def claude_lines(
             block = {"tool_use_id": call_id, "type": "tool_result", "content": output,
                      "is_error": act.error}  # fmt: skip
             yield line("user", {"role": "user", "content": [block]}, {"toolUseResult": output})
+
+
+# --- Codex CLI rollouts ------------------------------------------------------------------
+
+
+def _codex_call(act: Act, cwd: str) -> tuple[str, dict[str, Any], str]:
+    """A Claude Code shaped call as Codex makes it: (item type, item fields, output text).
+
+    Shell work goes through ``shell`` with ``["bash", "-lc", command]``; ``Read``/``Grep``/
+    ``Glob`` become the shell commands Codex runs instead (``sed -n``, ``rg``, ``rg --files``;
+    ``rg`` finding nothing exits 1 — not a failure); ``Edit`` is an ``apply_patch`` call.
+    """
+    data, exit_code = act.input, act.exit_code or 0
+    if act.tool == "Edit":
+        patch = (f"*** Begin Patch\n*** Update File: {data['file_path']}\n-{data['old_string']}"
+                 f"\n+{data['new_string']}\n*** End Patch")  # fmt: skip
+        return "custom_tool_call", {"name": "apply_patch", "input": patch}, "Done!"
+    if act.tool == "Read":
+        command = f"sed -n '1,200p' {data['file_path']}"
+    elif act.tool == "Grep":
+        command = f"rg -n {data['pattern']} {data['path']}"
+        exit_code = 1 if act.output == "No files found" else 0
+    elif act.tool == "Glob":
+        command = f"rg --files -g '{data['pattern']}'"
+    else:
+        command = str(data["command"])
+    output = "" if exit_code == 1 and act.tool == "Grep" else act.output
+    arguments = json.dumps({"command": ["bash", "-lc", command], "workdir": cwd})
+    text = json.dumps({"output": output, "metadata": {"exit_code": exit_code,
+                                                      "duration_seconds": 0.2}})  # fmt: skip
+    return "function_call", {"name": "shell", "arguments": arguments}, text
+
+
+def codex_lines(
+    acts: list[Act], rng: random.Random, *, session: str, cwd: str, start: dt.datetime
+) -> Iterator[str]:
+    """The session as a Codex CLI rollout (each line ends with a newline); a ``token_count``
+    event follows every assistant message and every call, as Codex writes one per turn."""
+    when = start
+
+    def line(kind: str, payload: dict[str, Any]) -> str:
+        return json.dumps({"timestamp": _iso(when), "type": kind, "payload": payload},
+                          ensure_ascii=False) + "\n"  # fmt: skip
+
+    def tokens() -> str:
+        usage = {"input_tokens": rng.randint(900, 40000),
+                 "cached_input_tokens": rng.randint(0, 30000),
+                 "output_tokens": rng.randint(5, 900),
+                 "total_tokens": rng.randint(1000, 70000)}  # fmt: skip
+        return line("event_msg", {"type": "token_count", "info": {"last_token_usage": usage}})
+
+    yield line("session_meta", {"id": session, "timestamp": _iso(when), "cwd": cwd,
+                                "originator": "codex_cli_rs", "cli_version": "0.46.0"})  # fmt: skip
+    yield line(
+        "turn_context", {"cwd": cwd, "model": "gpt-5-codex", "approval_policy": "on-request"}
+    )
+    for act in acts:
+        when += dt.timedelta(seconds=rng.randint(2, 45), milliseconds=rng.randint(0, 999))
+        if act.kind != "call":
+            part = "input_text" if act.kind == "user" else "output_text"
+            content = [{"type": part, "text": act.text}]
+            yield line("response_item", {"type": "message", "role": act.kind, "content": content})
+            if act.kind == "assistant":
+                yield tokens()
+            continue
+        call_id = "call_" + "".join(rng.choice(_ALNUM) for _ in range(24))
+        kind, fields, output = _codex_call(act, cwd)
+        yield line("response_item", {"type": kind, **fields, "call_id": call_id})
+        when += dt.timedelta(milliseconds=rng.randint(40, 30000))
+        yield line(
+            "response_item", {"type": f"{kind}_output", "call_id": call_id, "output": output}
+        )
+        yield tokens()
 
 
 # --- OpenAI chat (τ-bench result files) ---------------------------------------------------
