@@ -6,12 +6,13 @@ Usage::
                                [--verbose] [--json OUT]
 
 For each seed, :func:`memdir.dream.fleet.generate` writes a synthetic fleet of ``--sessions``
-(default 2,000) sessions in a temporary directory — Claude Code session files and τ-bench-shaped
-OpenAI chat result files, 24 agents, 8 projects, 12 users, 10-80 events each, six weeks, with
-17 planted patterns (12 meant to be found, 5 planted just below the default thresholds) among
-realistic noise; see the module docstring of ``memdir.dream.fleet``. The fleet is imported into
-a fresh SQLite database with the real importers (``MemoryService.import_transcripts``) and its
-memory files (a stale note, an expired one, two near-duplicates, two healthy ones) are written.
+(default 2,000) sessions in a temporary directory — Claude Code session files, Codex CLI
+rollouts and τ-bench-shaped OpenAI chat result files, 30 agents, 8 projects, 12 users, 10-80
+events each, six weeks, with 18 planted patterns (13 meant to be found, 5 planted just below
+the default thresholds) among realistic noise; see the module docstring of
+``memdir.dream.fleet``. The fleet is imported into a fresh SQLite database with the real
+importers (``MemoryService.import_transcripts``) and its memory files (a stale note, an expired
+one, two near-duplicates, two healthy ones) are written.
 Then, in the same run:
 
 - **raw read** (the baseline): stdlib ``sqlite3`` reads every transcript's events, one
