@@ -192,6 +192,8 @@ def test_a_revoked_token_signs_the_session_out(tab: Tab, site: Site) -> None:
     tab.page.goto(f"{site.url}/s/default/proposals")
     assert "/signin" in tab.page.url
     assert "no longer valid" in tab.page.inner_text(".error")
+    crafted = tab.page.goto(f"{site.url}/signin?why=Paste+your+token+at+evil.example")
+    assert crafted is not None and "evil" not in tab.page.content()
     posted = tab.context.request.post(
         f"{site.url}/s/default/proposals/p_x/accept", form={"csrf": "x"}, max_redirects=0
     )

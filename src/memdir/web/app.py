@@ -44,6 +44,7 @@ from memdir.service import MemoryService
 from memdir.web import browse, review, runs
 from memdir.web.page import WebState, form_value, page, templates, viewer
 from memdir.web.session import (
+    SIGN_IN_REASONS,
     CsrfRefused,
     SignInRequired,
     base_path,
@@ -111,7 +112,7 @@ def _signin_page(
 
 
 async def signin_form(request: Request) -> Response:
-    return _signin_page(request, error=request.query_params.get("why"))
+    return _signin_page(request, error=SIGN_IN_REASONS.get(request.query_params.get("why", "")))
 
 
 async def signin(request: Request) -> Response:
@@ -146,7 +147,7 @@ async def _sign_in_required(request: Request, exc: Exception) -> Response:
     if request.method != "GET":  # a form's target cannot be reached by the redirect back
         here = f"{base_path(request)}/"
     target = f"{base_path(request)}/signin?next={quote(here, safe='')}"
-    response = RedirectResponse(target + f"&why={quote(exc.message, safe='')}", 303)
+    response = RedirectResponse(f"{target}&why={exc.reason}", 303)
     clear_session(request, response)
     return response
 

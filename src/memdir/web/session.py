@@ -31,6 +31,7 @@ from memdir.service import MemoryService
 __all__ = [
     "COOKIE",
     "PRE_COOKIE",
+    "SIGN_IN_REASONS",
     "SignInRequired",
     "base_path",
     "check_csrf",
@@ -50,11 +51,22 @@ _LABEL: Final = b"memdir web csrf v1"
 
 
 class SignInRequired(Exception):
-    """No valid session: the page sends the browser to the sign-in form (and back after)."""
+    """No valid session: the page sends the browser to the sign-in form (and back after).
 
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+    ``reason`` is a key of :data:`SIGN_IN_REASONS`: the sign-in page shows only those fixed
+    messages, so a crafted link cannot put words of its own on it.
+    """
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(SIGN_IN_REASONS[reason])
+        self.reason = reason
+
+
+#: Why the browser was sent to sign in (the ``why`` of the sign-in URL) -> what it shows.
+SIGN_IN_REASONS: Final = {
+    "required": "sign in with a memdir token to continue",
+    "invalid": "your token is no longer valid (unknown, revoked or expired); sign in with another",
+}
 
 
 class CsrfRefused(MemdirError):
@@ -126,13 +138,11 @@ async def current_principal(request: Request, service: MemoryService) -> tuple[P
     """The signed-in principal and its session token; :class:`SignInRequired` otherwise."""
     token = request.cookies.get(COOKIE)
     if not token:
-        raise SignInRequired("sign in with a memdir token to continue")
+        raise SignInRequired("required")
     try:
         principal = await run_in_threadpool(service.authenticate, token)
     except Unauthenticated:
-        raise SignInRequired(
-            "your token is no longer valid (unknown, revoked or expired); sign in with another"
-        ) from None
+        raise SignInRequired("invalid") from None
     return principal, token
 
 
