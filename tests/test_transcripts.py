@@ -319,6 +319,34 @@ def test_a_failing_transcript_leaves_nothing(
     assert_whole(svc)
 
 
+def test_a_database_error_inside_a_batch_fails_only_its_transcript(
+    svc: MemoryService, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Many small transcripts share a writer transaction, each in a savepoint: a real
+    constraint violation (on PostgreSQL it aborts the transaction until the savepoint is
+    rolled back) fails that transcript alone; the others, before and after it, are stored in
+    input order."""
+    original = TranscriptRows.append_events
+
+    def duplicating(self: TranscriptRows, tid: str, first: int, events: Any) -> None:
+        original(self, tid, first, events)
+        if any(e.text == "twice" for e in events):
+            original(self, tid, first, events)  # the same (transcript, key) again: refused
+
+    monkeypatch.setattr(TranscriptRows, "append_events", duplicating)
+    names = [f"s{i:02d}" for i in range(12)]
+    sessions = [_session(tmp_path, n, "twice" if n == "s05" else f"turn {n}") for n in names]
+    report = import_paths(svc, *sessions)
+    assert [t.session_id for t in report.transcripts] == [n for n in names if n != "s05"]
+    assert report.new == 11 and [p.reason.split(":")[0] for p in report.failed] == [
+        "session 's05' not imported"
+    ]
+    assert table_counts(svc) == (11, 11)
+    assert_whole(svc)
+    again = import_paths(svc, *sessions)
+    assert (again.new, again.unchanged, len(again.failed)) == (0, 11, 1)
+
+
 def test_secrets_never_reach_the_database(svc: MemoryService, tmp_path: Path) -> None:
     key = "AKIAIOSFODNN7EXAMPLE"
     path = jsonl(tmp_path / "leak.jsonl", [

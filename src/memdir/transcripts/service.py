@@ -14,8 +14,10 @@ An unlabelled transcript is for administrators only (the database owner, or a me
 ``admins`` group whose token, if any, is not narrowed to some paths). What a caller may not
 read does not exist for it: the same NotFound, and never counted or listed.
 
-Each transcript is stored in its own writer transaction: a transcript that fails (no right,
-bad label, a database error) leaves nothing behind and the import goes on with the next one.
+Each transcript is stored atomically — in its own savepoint of a writer transaction shared
+by up to :data:`BATCH_SESSIONS` transcripts, or in a transaction of its own: a transcript that
+fails (no right, bad label, a database error) leaves nothing behind and the import goes on
+with the next one.
 """
 
 from __future__ import annotations
@@ -35,6 +37,7 @@ from memdir.base import ServiceBase
 from memdir.core.errors import Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.core.model import Principal
 from memdir.core.paths import validate_path
+from memdir.storage.repository import Repository
 from memdir.transcripts.common import dumps
 from memdir.transcripts.generic import export_lines
 from memdir.transcripts.importing import read_source
@@ -59,6 +62,10 @@ __all__ = ["TranscriptPage", "TranscriptsMixin", "validate_label"]
 
 _FORMAT: Final = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$")
 MAX_SESSION_ID: Final = 512
+#: An import stores up to this many transcripts, or about this many events, per writer
+#: transaction (each in its own savepoint): the SQLite write lock is held for tens of ms.
+BATCH_SESSIONS: Final = 100
+BATCH_EVENTS: Final = 5_000
 
 
 @dataclass(frozen=True)
@@ -153,12 +160,19 @@ class TranscriptsMixin(ServiceBase):
         ctx = ParseContext(cleaner=redactor.clean, redaction_total=lambda: redactor.total,
                            progress=progress)  # fmt: skip
         report = ImportReport()
+        batch: list[Transcript] = []
+        events = 0
         for source in sources:
             report.files += 1
             report.bytes += source.size or 0
             for transcript in read_source(source, ctx, format):
                 report.sessions += 1
-                self._import_one(principal, row.id, access, transcript, labels, report)
+                batch.append(transcript)
+                events += len(transcript.events)
+                if len(batch) >= BATCH_SESSIONS or events >= BATCH_EVENTS:
+                    self._import_batch(principal, row.id, access, batch, labels, report)
+                    batch, events = [], 0
+        self._import_batch(principal, row.id, access, batch, labels, report)
         report.skipped.extend(ctx.skipped)
         report.ignored_records = ctx.ignored
         report.redactions = redactor.total - before_total  # a redactor may be reused
@@ -168,6 +182,73 @@ class TranscriptsMixin(ServiceBase):
             if count > before.get(rule, 0)
         }
         return report
+
+    def _import_batch(
+        self,
+        principal: Principal,
+        store_id: int,
+        access: Access,
+        batch: list[Transcript],
+        labels: Labels | None,
+        report: ImportReport,
+    ) -> None:
+        """Store ``batch`` in one writer transaction, each transcript in a savepoint of its own.
+
+        One commit for many small transcripts instead of one each (a commit, its ``BEGIN
+        IMMEDIATE`` and its WAL pages cost more than a τ-bench session's rows). A transcript
+        whose savepoint fails is rolled back alone; what was staged before it is committed,
+        then it is stored on its own (:meth:`_import_one`, which reports its error), then the
+        rest follows: transcripts are stored in input order, as one by one. If the batch
+        cannot commit, each of its transcripts is stored on its own.
+        """
+        while batch:
+            if len(batch) == 1:
+                self._import_one(principal, store_id, access, batch[0], labels, report)
+                return
+            staged: list[tuple[ImportedTranscript, list[Event]]] = []
+            try:
+                with self.db.write() as repo:
+                    for transcript in batch:
+                        result = self._stage(repo, principal, store_id, access, transcript, labels)
+                        if result is None:
+                            break
+                        staged.append(result)
+            except (MemdirError, sa.exc.SQLAlchemyError):
+                staged = []
+            for done, added in staged:
+                _record(report, done, added)
+            if len(staged) < len(batch):
+                failed = batch[len(staged)]
+                self._import_one(principal, store_id, access, failed, labels, report)
+            batch = batch[len(staged) + 1 :]
+
+    def _stage(
+        self,
+        repo: Repository,
+        principal: Principal,
+        store_id: int,
+        access: Access,
+        transcript: Transcript,
+        labels: Labels | None,
+    ) -> tuple[ImportedTranscript, list[Event]] | None:
+        """One transcript written in a savepoint of ``repo``'s transaction; None if anything
+        failed (rolled back to the savepoint; :meth:`_import_batch` retries it on its own,
+        where an error that recurs is reported, and any other exception propagates)."""
+        try:
+            _apply_labels(transcript, labels)
+        except MemdirError:
+            return None
+        # Fixed SQL on the driver cursor: SQLAlchemy's begin_nested() compiles two statements
+        # per call, which costs more than the rows of a small transcript.
+        repo.raw("SAVEPOINT memdir_import")
+        try:
+            result = self._write_transcript(repo, principal, store_id, access, transcript)
+        except Exception:  # retried alone by the caller: reported or raised there
+            repo.raw("ROLLBACK TO SAVEPOINT memdir_import")
+            repo.raw("RELEASE SAVEPOINT memdir_import")
+            return None
+        repo.raw("RELEASE SAVEPOINT memdir_import")
+        return result
 
     def _import_one(
         self,
@@ -190,45 +271,46 @@ class TranscriptsMixin(ServiceBase):
                       f"{type(error).__name__}: {str(error).splitlines()[0][:200]}")  # fmt: skip
             report.failed.append(Problem(transcript.origin, transcript.line, reason))
             return
-        report.transcripts.append(done)
-        setattr(report, done.status, getattr(report, done.status) + 1)
-        calls, errors = _counts(added)
-        report.events += len(added)
-        report.tool_calls += calls
-        report.tool_errors += errors
+        _record(report, done, added)
 
     def _store_transcript(
         self, principal: Principal, store_id: int, access: Access, t: Transcript
     ) -> tuple[ImportedTranscript, list[Event]]:
-        """One transcript in one writer transaction: create it, or append its new events.
+        """One transcript in one writer transaction (see :meth:`_write_transcript`)."""
+        with self.db.write() as repo:
+            return self._write_transcript(repo, principal, store_id, access, t)
+
+    def _write_transcript(
+        self, repo: Repository, principal: Principal, store_id: int, access: Access, t: Transcript
+    ) -> tuple[ImportedTranscript, list[Event]]:
+        """Create the transcript, or append its new events, in ``repo``'s transaction.
 
         Returns what happened and the events added.
         """
         now = dt.datetime.now(dt.UTC)
-        with self.db.write() as repo:
-            rows = TranscriptRows(repo)
-            state = rows.store_open(store_id)
-            if not state:
-                raise (NotFound if state is None else Forbidden)(
-                    "the store was deleted or archived during the import", store_id=store_id
-                )
-            existing = rows.find(store_id, t.format, t.session_id)
-            if existing is None:
-                self._require(access, t.scopes(), "write", "import")
-                tid = secrets.token_hex(8)
-                rows.insert(_new_row(tid, store_id, t, principal, now))
-                rows.append_events(tid, 0, t.events)
-                done = ImportedTranscript(tid, t.format, t.session_id, "new", len(t.events))
-                return done, t.events
-            info = info_from_row(existing)
-            self._require(access, info.scopes(), "write", "add to")
-            keys = rows.event_keys(info.id)
-            new = [e for e in t.events if e.key not in keys]
-            if not new:
-                return ImportedTranscript(info.id, t.format, t.session_id, "unchanged", 0), []
-            rows.append_events(info.id, info.events, new)
-            rows.update(info.id, _grown_row(existing, t, new, now))
-            return ImportedTranscript(info.id, t.format, t.session_id, "grown", len(new)), new
+        rows = TranscriptRows(repo)
+        state = rows.store_open(store_id)
+        if not state:
+            raise (NotFound if state is None else Forbidden)(
+                "the store was deleted or archived during the import", store_id=store_id
+            )
+        existing = rows.find(store_id, t.format, t.session_id)
+        if existing is None:
+            self._require(access, t.scopes(), "write", "import")
+            tid = secrets.token_hex(8)
+            rows.insert(_new_row(tid, store_id, t, principal, now))
+            rows.append_events(tid, 0, t.events)
+            done = ImportedTranscript(tid, t.format, t.session_id, "new", len(t.events))
+            return done, t.events
+        info = info_from_row(existing)
+        self._require(access, info.scopes(), "write", "add to")
+        keys = rows.event_keys(info.id)
+        new = [e for e in t.events if e.key not in keys]
+        if not new:
+            return ImportedTranscript(info.id, t.format, t.session_id, "unchanged", 0), []
+        rows.append_events(info.id, info.events, new)
+        rows.update(info.id, _grown_row(existing, t, new, now))
+        return ImportedTranscript(info.id, t.format, t.session_id, "grown", len(new)), new
 
     @staticmethod
     def _require(access: Access, scopes: dict[str, str], action: str, verb: str) -> None:
@@ -398,6 +480,16 @@ def _apply_labels(t: Transcript, labels: Labels | None) -> None:
         t.parent_session = None
     if any(len(tag) > 200 for tag in t.labels):
         raise InvalidInput("labels must be at most 200 characters each")
+
+
+def _record(report: ImportReport, done: ImportedTranscript, added: list[Event]) -> None:
+    """Count a stored transcript in the report."""
+    report.transcripts.append(done)
+    setattr(report, done.status, getattr(report, done.status) + 1)
+    calls, errors = _counts(added)
+    report.events += len(added)
+    report.tool_calls += calls
+    report.tool_errors += errors
 
 
 def _counts(events: list[Event]) -> tuple[int, int]:

@@ -116,12 +116,17 @@ class TranscriptRows:
     def __init__(self, repo: Repository) -> None:
         self.repo = repo
         self.conn = repo.conn
+        self._cursor: Any = None  # the driver cursor of this transaction, once fixed SQL ran
+
+    def _raw(self, sql: str, params: Sequence[Any] = ()) -> Any:
+        self._cursor = self.repo.raw(sql, params)
+        return self._cursor
 
     # --- reads ----------------------------------------------------------------------------
 
     def find(self, store_id: int, format: str, session_id: str) -> TranscriptRow | None:
         """The transcript of (format, session id), by fixed SQL (it runs once per import)."""
-        row = self.repo.raw(
+        row = self._raw(
             f"{_SELECT} WHERE store_id = ? AND format = ? AND session_id = ?",
             (store_id, format, session_id),
         ).fetchone()
@@ -134,7 +139,7 @@ class TranscriptRows:
 
     def store_open(self, store_id: int) -> bool | None:
         """True if the store exists and is not archived, False if archived, None if gone."""
-        row = self.repo.raw("SELECT archived_at FROM stores WHERE id = ?", (store_id,)).fetchone()
+        row = self._raw("SELECT archived_at FROM stores WHERE id = ?", (store_id,)).fetchone()
         return None if row is None else row[0] is None
 
     def by_id(self, store_id: int, transcript_id: str) -> Any:
@@ -163,7 +168,7 @@ class TranscriptRows:
         ).all()
 
     def event_keys(self, transcript_id: str) -> set[str]:
-        rows = self.repo.raw(
+        rows = self._raw(
             "SELECT key FROM transcript_events WHERE transcript_id = ?", (transcript_id,)
         ).fetchall()
         return {str(r[0]) for r in rows}
@@ -220,9 +225,7 @@ class TranscriptRows:
     def insert(self, values: dict[str, Any]) -> None:
         """A new transcript row (``values`` has every column)."""
         encode = self.repo.dialect.encode_time
-        self.repo.raw(
-            _INSERT, tuple(encode(values[c]) if c in _TIMES else values[c] for c in _COLUMNS)
-        )
+        self._raw(_INSERT, tuple(encode(values[c]) if c in _TIMES else values[c] for c in _COLUMNS))
 
     def update(self, transcript_id: str, values: dict[str, Any]) -> None:
         self.conn.execute(
@@ -244,8 +247,10 @@ class TranscriptRows:
             )
             for i, e in enumerate(events)
         ]  # fmt: skip
-        cursor = self.repo.raw("SELECT 1")  # the driver cursor of this transaction
-        cursor.fetchall()
+        cursor = self._cursor
+        if cursor is None:  # no fixed SQL ran yet: one statement gets the driver cursor
+            cursor = self._raw("SELECT 1")
+            cursor.fetchall()
         cursor.executemany(self.repo.dialect.sql(_INSERT_EVENTS), rows)
 
     def delete(self, transcript_id: str) -> None:
