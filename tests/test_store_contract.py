@@ -116,7 +116,7 @@ def live_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str,
     db = f"sqlite:///{where / 'memdir.db'}"
     server = ServeProcess(db, where)
     try:
-        server.wait_healthy()
+        server.wait_healthy(timeout=120)  # a loaded machine starts it slowly
         (admin_token,) = server.tokens()
         service = memdir.open(db)
         yield server.url, Tokens(service, owner_token=admin_token)
