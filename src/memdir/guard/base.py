@@ -17,6 +17,7 @@ Invariants every detector keeps (and :func:`memdir.guard.screen` re-checks):
 from __future__ import annotations
 
 import bisect
+import itertools
 import unicodedata
 from dataclasses import dataclass, field
 from typing import Final, Literal, Protocol, runtime_checkable
@@ -153,6 +154,7 @@ class Document:
     _folded: str | None = field(default=None, repr=False)
     _words: frozenset[str] | None = field(default=None, repr=False)
     _token_runs: list[tuple[int, int]] | None = field(default=None, repr=False)
+    _run_texts: list[str] | None = field(default=None, repr=False)
     _found: dict[str, bool] = field(default_factory=dict, repr=False)
     _secret_spans: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
@@ -208,6 +210,13 @@ class Document:
                 runs[index] = run_end - run_start
         return runs
 
+    def long_runs(self, length: int) -> list[str]:
+        """The token runs of at least ``length`` characters, lowercased (ASCII: same offsets)."""
+        if self._run_texts is None:
+            content = self.content
+            self._run_texts = [content[s:e].lower() for s, e in self.token_runs]
+        return [run for run in self._run_texts if len(run) >= length]
+
     def has(self, literal: str) -> bool:
         """Whether ``literal`` occurs in :attr:`folded` (memoised: detectors share gates)."""
         found = self._found.get(literal)
@@ -219,13 +228,9 @@ class Document:
     def line_starts(self) -> list[int]:
         """Offsets at which each line starts (``line_starts[0] == 0``)."""
         if self._line_starts is None:
-            starts = [0]
-            find = self.content.find
-            pos = find("\n")
-            while pos != -1:
-                starts.append(pos + 1)
-                pos = find("\n", pos + 1)
-            self._line_starts = starts
+            lengths = [len(line) + 1 for line in self.content.split("\n")]
+            lengths[-1] = 0  # the last line ends the text: no start after it
+            self._line_starts = list(itertools.accumulate(lengths, initial=0))[:-1]
         return self._line_starts
 
     def context(self, start: int, end: int, chars: int = 20) -> tuple[int, int]:

@@ -76,8 +76,8 @@ MIN_ENTROPY_LENGTH: Final = 20
 _GENERIC_RULES: Final = _ENTROPY_RULES | {"secret.keyword-assignment", "secret.basic-auth-url"}
 
 
-#: How many plugins are gated by literals in the whole text rather than by a token run.
-_UNGATED_BY_RUN: Final = sum(1 for spec in PLUGIN_RULES.values() if spec.min_run == 0)
+#: The plugins gated by literals in the whole text rather than by a token run.
+_UNGATED_BY_RUN: Final = tuple((n, spec) for n, spec in PLUGIN_RULES.items() if spec.min_run == 0)
 
 _JWT_TAIL: Final = re.compile(r"[A-Za-z0-9_\-.+/=]*")
 #: A capture group shorter than this is a format prefix (``ghp``, ``glpat``), not the secret.
@@ -120,13 +120,14 @@ def _may_match(doc: Document, spec: SecretPattern) -> bool:
     """Whether the text meets ``spec``'s cheap necessary conditions (``run``, ``inside``,
     ``requires``: see :class:`~memdir.guard.secret_rules.SecretPattern`)."""
     if spec.run:
-        content = doc.content
-        runs = [content[s:e] for s, e in doc.token_runs if e - s >= spec.run]
+        runs = doc.long_runs(spec.run)
         if not runs:
             return False
         if spec.inside:
-            texts = runs if spec.cased else [run.lower() for run in runs]
-            if not any(prefix in text for text in texts for prefix in spec.prefixes):
+            if spec.cased:
+                content = doc.content
+                runs = [content[s:e] for s, e in doc.token_runs if e - s >= spec.run]
+            if not any(prefix in run for run in runs for prefix in spec.prefixes):
                 return False
     return not spec.requires or any(doc.has(literal) for literal in spec.requires)
 
@@ -272,17 +273,13 @@ class SecretsDetector:
         runs = doc.line_runs()  # line index -> longest token run on it
         # Plugins needing a long token are checked line by line, on lines holding one; the
         # others (keyword, URL password, key header) first against the whole text.
-        idle = {
-            name
-            for name, spec in PLUGIN_RULES.items()
-            if spec.min_run == 0 and not _admits_text(doc, spec)
-        }
-        if not runs and len(idle) == _UNGATED_BY_RUN:
+        idle = {name for name, spec in _UNGATED_BY_RUN if not _admits_text(doc, spec)}
+        if not runs and len(idle) == len(_UNGATED_BY_RUN):
             return  # without loading detect-secrets at all
         starts = doc.line_starts
         lines = set(runs)
-        for name, spec in PLUGIN_RULES.items():
-            if spec.min_run == 0 and name not in idle:
+        for name, spec in _UNGATED_BY_RUN:
+            if name not in idle:
                 for literal in spec.gate:
                     pos = folded.find(literal)
                     while pos != -1:
