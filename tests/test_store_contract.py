@@ -96,7 +96,10 @@ NO_PROVENANCE = "the MCP tools take no provenance or idempotency key"
 NO_LISTS = "MCP lists a directory as text, two levels deep (no ls, glob, grep context or limit)"
 HISTORY = "MCP history is text, without each version's path or any filter"
 SEARCH_SHA = "MCP search results show no sha256"
-MCP_CREATE = "MCP create is create-only without if_match: a write with no precondition"
+MCP_CREATE = (
+    "MCP create without if_match is create-only: a blind overwrite is 'already exists' there, "
+    "not a missing precondition"
+)
 
 
 @pytest.fixture(scope="module")
