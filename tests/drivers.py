@@ -520,7 +520,7 @@ _PROPOSED = re.compile(r"^Not applied yet: the change awaits review as proposal 
 _SEARCH_HIT = re.compile(r"^(/.*) \(score (\S+), version (\d+)\)$")
 _GREP_LINE = re.compile(r"^(/[^:]*):(\d+):(.*)$", re.S)
 _VERSION = re.compile(
-    r"^version (\d+) (\S+ \S+)Z (\w+)(?: from (\S+))? by (\S+) \(revision (\d+), sha256 "
+    r"^version (\d+) (\S+ \S+)Z (\w+) (\S+)(?: from (\S+))? by (\S+) \(revision (\d+), sha256 "
     r"(\S+)\)(?: — (.*))?$"
 )
 _SHA = re.compile(r"[0-9a-f]{64}")
@@ -721,9 +721,9 @@ class McpDriver:
         for line in text.split("\n")[1:]:
             found = _VERSION.match(line)
             assert found is not None, line
-            number, when, op, moved, actor, revision, sha, why = found.groups()
+            number, when, op, where, moved, actor, revision, sha, why = found.groups()
             out.append(VersionInfo(
-                file_id=None, version=int(number), operation=op, path=None, size=None,  # type: ignore[arg-type]
+                file_id=None, version=int(number), operation=op, path=where, size=None,  # type: ignore[arg-type]
                 sha256=None if sha in ("redacted", "-") else sha, commit=None,  # type: ignore[arg-type]
                 revision=int(revision), actor=actor, old_path=moved, redacted=sha == "redacted",
                 created_at=dt.datetime.fromisoformat(when).replace(tzinfo=dt.UTC), reason=why,

@@ -94,7 +94,7 @@ NO_COMMIT_TOOL = "MCP has no tool for multi-operation commits, reverts, diffs or
 NO_OTHER_STORES = "the MCP tools serve one store and do not manage stores"
 NO_PROVENANCE = "the MCP tools take no provenance or idempotency key"
 NO_LISTS = "MCP lists a directory as text, two levels deep (no ls, glob, grep context or limit)"
-HISTORY = "MCP history is text, without each version's path or any filter"
+HISTORY = "MCP history of a store is text for reading, without filters"
 SEARCH_SHA = "MCP search results show no sha256"
 MCP_CREATE = (
     "MCP create without if_match is create-only: a blind overwrite is 'already exists' there, "
@@ -611,7 +611,6 @@ def test_revert_file_restores_content_not_paths(svc: Any) -> None:
     assert_consistent(direct(svc))
 
 
-@not_on(*MCP, reason=HISTORY)
 def test_history_follows_a_file_across_renames(svc: Any) -> None:
     create(svc, "/a.md", "x")
     svc.rename(OWNER, STORE, "/a.md", "/b.md")

@@ -486,11 +486,12 @@ class MemoryTools:
         lines = [f"History of {path}, newest first:"]
         for v in versions:
             sha = "redacted" if v.redacted else (v.sha256 or "-")
+            where = self.ns.display(v.path, target.alias)  # a file's path changes with renames
             moved = f" from {self.ns.display(v.old_path, target.alias)}" if v.old_path else ""
             why = f" — {v.reason}" if v.reason else ""
             lines.append(
-                f"version {v.version} {v.created_at:%Y-%m-%d %H:%M:%S}Z {v.operation}{moved} "
-                f"by {v.actor} (revision {v.revision}, sha256 {sha}){why}"
+                f"version {v.version} {v.created_at:%Y-%m-%d %H:%M:%S}Z {v.operation} {where}"
+                f"{moved} by {v.actor} (revision {v.revision}, sha256 {sha}){why}"
             )
         return "\n".join(lines)
 
