@@ -487,3 +487,17 @@ def test_secrets_are_redacted_everywhere_with_the_kind() -> None:
     assert AWS_KEY not in dump and AWS_SECRET not in dump
     assert "[REDACTED:secret.aws-access-key]" in t.events[1].output  # type: ignore[operator]
     assert t.redactions >= 2 and ctx.last_redactions >= 1
+
+
+def test_canonical_json_is_compact_unescaped_and_in_source_order() -> None:
+    from memdir.transcripts.common import dumps
+
+    values: list[Any] = [
+        {"z": 1, "a": [None, True, 1.5, -0.0, 10**30, float("nan")], "é": "ü\u2028\"\\\n"},
+        [], {}, "plain", 3, None, [{"b": {"c": ["\ud800", "\x00"]}}],
+    ]  # fmt: skip
+    for value in values:
+        assert dumps(value) == json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    with pytest.raises(TypeError):
+        dumps({"a": object()})
+    assert dumps({"after": "a failure"}) == '{"after":"a failure"}'

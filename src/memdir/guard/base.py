@@ -96,9 +96,22 @@ _RUN_NEEDLE: Final = b"a" * MIN_TOKEN_RUN
 #: Characters a case-insensitive regex matches to an ASCII letter that ``str.lower`` does not
 #: lower to it (``re._casefix``; U+212A KELVIN SIGN lowers to ``k`` already).
 _FOLDS: Final = {0x130: "i", 0x131: "i", 0x17F: "s"}
+#: The part that many secret gates share (``passw``, ``passp``, ``db_pass``, ``dbpass``, ...):
+#: :meth:`Document.has` finds its occurrences once and checks those gates only there.
+_CORE: Final = "pass"
 _SPLIT_ASCII: Final = {i: " " for i in range(128) if not chr(i).isalnum()} | {
     ord(c): " " for c in "\u00a0\u2013\u2014\u2018\u2019\u201c\u201d\u2026"
 }
+
+
+def _occurrences(text: str, literal: str) -> list[int]:
+    """Every offset at which ``literal`` starts in ``text`` (overlapping ones included)."""
+    found = []
+    pos = text.find(literal)
+    while pos != -1:
+        found.append(pos)
+        pos = text.find(literal, pos + 1)
+    return found
 
 
 def _token_runs(text: str) -> list[tuple[int, int]]:
@@ -156,6 +169,7 @@ class Document:
     _token_runs: list[tuple[int, int]] | None = field(default=None, repr=False)
     _run_texts: list[str] | None = field(default=None, repr=False)
     _found: dict[str, bool] = field(default_factory=dict, repr=False)
+    _core_at: list[int] | None = field(default=None, repr=False)
     _secret_spans: list[tuple[int, int]] = field(default_factory=list, repr=False)
 
     @property
@@ -218,10 +232,25 @@ class Document:
         return [run for run in self._run_texts if len(run) >= length]
 
     def has(self, literal: str) -> bool:
-        """Whether ``literal`` occurs in :attr:`folded` (memoised: detectors share gates)."""
+        """Whether ``literal`` occurs in :attr:`folded` (memoised: detectors share gates).
+
+        A literal holding a :data:`_CORE` (``password``, ``db_pass``, ...) is looked for only
+        where the core occurs: one scan of the text serves them all.
+        """
         found = self._found.get(literal)
         if found is None:
-            found = self._found[literal] = literal in self.folded
+            folded = self.folded
+            offset = literal.find(_CORE) if len(literal) > len(_CORE) else -1
+            if offset < 0:
+                found = literal in folded
+            else:
+                if self._core_at is None:
+                    self._core_at = _occurrences(folded, _CORE)
+                found = any(
+                    pos >= offset and folded.startswith(literal, pos - offset)
+                    for pos in self._core_at
+                )
+            self._found[literal] = found
         return found
 
     @property

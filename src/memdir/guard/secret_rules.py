@@ -249,15 +249,26 @@ class PluginRule:
         """Whether a line (``text``, lowered ``low``, longest token run ``run``) may match."""
         if run < self.min_run or (self.quote and "'" not in text and '"' not in text):
             return False
-        return _has_any(low, self.gate) and _has_any(low, self.also) and _has_any(text, self.cased)
-
-
-def _has_any(text: str, literals: tuple[str, ...]) -> bool:
-    """True if ``literals`` is empty or one of them occurs in ``text``."""
-    for literal in literals:  # a loop, not any(): this runs for every line and plugin
-        if literal in text:
-            return True
-    return not literals
+        # Loops written out, not any() or a helper: this runs for every line and plugin.
+        if self.gate:
+            for literal in self.gate:
+                if literal in low:
+                    break
+            else:
+                return False
+        if self.also:
+            for literal in self.also:
+                if literal in low:
+                    break
+            else:
+                return False
+        if self.cased:
+            for literal in self.cased:
+                if literal in text:
+                    break
+            else:
+                return False
+        return True
 
 
 _GITLAB: Final = ("glpat-", "gldt-", "glft-", "glsoat-", "glrt-", "gr1348941", "glcbt-",
