@@ -4,6 +4,7 @@ them precise (grep finding nothing is no error, a question is no correction, ...
 from __future__ import annotations
 
 import datetime as dt
+import json
 from collections.abc import Sequence
 from typing import Any
 
@@ -436,3 +437,18 @@ def test_registry_built_ins_and_third_party_miners() -> None:
         unregister("todo")
     with pytest.raises(InvalidInput, match="unknown miner 'todo'"):
         create(MinerContext(rules=RULES), ["todo"])
+
+
+def test_drain_forgets_rare_templates_by_lossy_counting() -> None:
+    drain = Drain(width=10)
+    frequent = None
+    for n in range(100):
+        frequent, _ = drain.add("t", toks("connection refused by the database"))
+        word = "".join(chr(97 + (n * 7 + k) % 26) for k in range(8))
+        drain.add("t", toks(f"{word} exploded at start"))
+        drain.tick()
+    assert frequent is not None and frequent in drain.templates
+    assert len(drain.templates) <= 11  # the frequent template and this bucket's one-offs
+    restored = Drain.from_state(json.loads(json.dumps(drain.state())), width=10)
+    assert restored.state() == drain.state()
+    assert restored.add("t", toks("connection refused by the database")) == (frequent, None)

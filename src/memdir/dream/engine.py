@@ -7,7 +7,9 @@ findings about a session already added (:meth:`Engine.add_signals`), checkpoints
 
 - **flat memory**: the engine keeps the reducer's counters and bounded samples and the
   miners' cross-session state (Drain templates, correction clusters), never a session or its
-  events; each session is mined once, by every miner, from one shared list of its calls;
+  events; patterns far below the thresholds are dropped as the stream goes (lossy counting,
+  see :mod:`.reduce`); each session is mined once, by every miner, from one shared list of
+  its calls;
 - **deterministic**: the same sessions in the same order give the same result — miners break
   ties by value, patterns are ordered by (sessions, occurrences, id) descending/ascending,
   nothing depends on set order or the hash seed; an interrupted run restored from its last
@@ -30,13 +32,13 @@ from typing import Any, Final
 from memdir.core.errors import InvalidInput
 from memdir.dream.decide import EXPLAINED_BY, decide
 from memdir.dream.drafts import make_draft
-from memdir.dream.miners.base import MemoryMiner, Miner, MinerContext, create
+from memdir.dream.miners.base import MemoryMiner, Miner, MinerContext, create, lossy_epsilon
 from memdir.dream.miners.failures import FailureRules
 from memdir.dream.model import Draft, MemoryFile, Pattern, Session, Signal, Thresholds
 from memdir.dream.reduce import Reducer
 from memdir.transcripts.model import TranscriptInfo
 
-__all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of"]
+__all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of", "lossy_epsilon"]
 
 STATE_VERSION: Final = 1
 
@@ -115,7 +117,7 @@ class Engine:
         self._memory_miners: list[MemoryMiner] = [
             m for m in made if isinstance(m, MemoryMiner) and not isinstance(m, Miner)
         ]
-        self._reducer = Reducer(config.thresholds.max_examples)
+        self._reducer = Reducer(config.thresholds.max_examples, lossy_epsilon(config.thresholds))
 
     @property
     def sessions_selected(self) -> int:

@@ -17,6 +17,16 @@ events — so its size grows with the number of distinct patterns, not with the 
   session (a tool error that a recovery fixed), counted and pruned the same way; decide uses
   them to leave out what a stronger pattern already explains.
 
+**Lossy counting** (Manku and Motwani, *Approximate Frequency Counts over Data Streams*, VLDB
+2002) keeps the number of patterns bounded as well: with an error ``epsilon`` (the engine uses
+a twentieth of the lowest prevalence threshold, 0.1 % by default), every ``1 / epsilon``
+sessions the patterns with ``sessions + delta <= bucket`` are dropped, ``delta`` being the
+bucket a pattern was (re)created in, minus one. A dropped pattern had fewer than ``epsilon``
+of the sessions seen — far below any threshold — and a pattern's count is short by at most
+``epsilon * sessions_selected`` (never, for one that is not dropped before it recurs; never
+below ``1 / epsilon`` sessions). One-off noise (a unique error, a lookup made once) thus stops
+growing memory with the fleet. ``epsilon = 0`` keeps every pattern.
+
 ``rename`` moves everything counted under one key to another (a Drain template that
 generalised). ``state()`` is plain JSON and :meth:`Reducer.from_state` restores it exactly, so
 an interrupted run resumes with the same result.
@@ -25,6 +35,7 @@ an interrupted run resumes with the same result.
 from __future__ import annotations
 
 import datetime as dt
+import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
@@ -78,6 +89,7 @@ class _Acc:
     variants: dict[str, int] = field(default_factory=dict)
     variant_meta: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     links: dict[str, int] = field(default_factory=dict)
+    delta: int = 0
 
     def seen(self, when: dt.datetime | None) -> None:
         if when is None:
@@ -112,6 +124,7 @@ class _Acc:
         """Add ``other``'s counts (a renamed key); this one's title and subject stay."""
         self.sessions += other.sessions
         self.occurrences += other.occurrences
+        self.delta = max(self.delta, other.delta)
         for mine, theirs in (
             (self.agents, other.agents),
             (self.projects, other.projects),
@@ -168,6 +181,7 @@ class _Acc:
             "variants": self.variants,
             "variant_meta": {k: [t, s] for k, (t, s) in self.variant_meta.items()},
             "links": self.links,
+            "delta": self.delta,
         }
 
     @classmethod
@@ -197,14 +211,18 @@ class _Acc:
             variants=dict(data["variants"]),
             variant_meta={k: (t, dict(s)) for k, (t, s) in data["variant_meta"].items()},
             links=dict(data["links"]),
+            delta=int(data.get("delta", 0)),
         )
 
 
 class Reducer:
     """Patterns accumulated from a stream of sessions' signals (see the module docstring)."""
 
-    def __init__(self, max_examples: int = 5) -> None:
+    def __init__(self, max_examples: int = 5, epsilon: float = 0.0) -> None:
         self.max_examples = max_examples
+        self.epsilon = epsilon
+        #: Sessions per lossy-counting bucket (0: never prune).
+        self.width = math.ceil(1 / epsilon) if epsilon > 0 else 0
         self.sessions_selected = 0
         self._acc: dict[tuple[str, str], _Acc] = {}
 
@@ -229,6 +247,7 @@ class Reducer:
             acc = self._acc.get(ident)
             if acc is None:
                 acc = self._acc[ident] = _Acc(ident[0], ident[1], group[0].title, group[0].subject)
+                acc.delta = self._bucket() - 1 if self.width else 0
             acc.title, acc.subject = group[-1].title, dict(group[-1].subject)
             acc.sessions += 1
             _count(acc.agents, info.agent)
@@ -244,7 +263,15 @@ class Reducer:
             for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
                 acc.links[target] = acc.links.get(target, 0) + 1
             _prune(acc.links, MAX_VARIANTS)
+        if selected and self.width and self.sessions_selected % self.width == 0:
+            bucket = self._bucket()
+            for ident in [k for k, a in self._acc.items() if a.sessions + a.delta <= bucket]:
+                del self._acc[ident]
         return total
+
+    def _bucket(self) -> int:
+        """The current lossy-counting bucket (1 for the first ``width`` sessions)."""
+        return max(1, math.ceil(self.sessions_selected / self.width))
 
     def rename(self, miner: str, old: str, new: str) -> None:
         """Move what was counted under ``old`` to ``new`` (merging when ``new`` exists)."""
@@ -278,13 +305,14 @@ class Reducer:
         """JSON values: the whole reducer (patterns in key order, so the text is stable)."""
         return {
             "max_examples": self.max_examples,
+            "epsilon": self.epsilon,
             "sessions_selected": self.sessions_selected,
             "patterns": [self._acc[k].to_json() for k in sorted(self._acc)],
         }
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> Reducer:
-        reducer = cls(int(state["max_examples"]))
+        reducer = cls(int(state["max_examples"]), float(state.get("epsilon", 0.0)))
         reducer.sessions_selected = int(state["sessions_selected"])
         for data in state["patterns"]:
             acc = _Acc.from_json(data)

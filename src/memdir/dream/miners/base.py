@@ -56,6 +56,7 @@ __all__ = [
     "create",
     "cut",
     "excerpt",
+    "lossy_epsilon",
     "miners",
     "register",
     "unregister",
@@ -283,6 +284,15 @@ def calls_of(session: Session, rules: FailureRules) -> list[Call]:
     with _cache_lock:
         _cache = (session, rules, out)
     return out
+
+
+def lossy_epsilon(thresholds: Thresholds) -> float:
+    """The lossy-counting error of a run: a twentieth of its lowest prevalence threshold.
+
+    Whatever is dropped for it had under 5 % of the sessions a pattern needs to be kept.
+    """
+    lowest = min([thresholds.min_prevalence, *thresholds.per_miner.values()])
+    return max(0.0, lowest) / 20
 
 
 def cut(text: str, limit: int = MAX_EXCERPT_CHARS) -> str:

@@ -149,28 +149,38 @@ class Drain:
 
     ``group`` keeps unrelated sources apart (a tool and its command): messages of different
     groups never share a template. Positions are compared exactly; placeholders from masking
-    and ``<*>`` match any token.
+    and ``<*>`` match any token. With ``width`` > 0, :meth:`tick` (once per session) applies
+    lossy counting to the templates as :mod:`memdir.dream.reduce` does to patterns: every
+    ``width`` sessions, templates with ``messages + delta <= bucket`` are forgotten, so one-off
+    errors do not grow the tree with the fleet.
     """
 
-    def __init__(self, depth: int = 4, similarity: float = 0.5, max_children: int = 64) -> None:
+    def __init__(
+        self, depth: int = 4, similarity: float = 0.5, max_children: int = 64, width: int = 0
+    ) -> None:
         self.depth = max(3, depth)
         self.similarity = similarity
         self.max_children = max_children
-        self.templates: list[list[str]] = []
-        self.paths: list[list[str]] = []
+        self.width = width
+        self.sessions = 0
+        self.next_id = 0
+        self.templates: dict[int, list[str]] = {}
+        self.paths: dict[int, list[str]] = {}
+        self.counts: dict[int, int] = {}
+        self.deltas: dict[int, int] = {}
         self._tree: dict[str, Any] = {}
 
     def add(self, group: str, tokens: list[str]) -> tuple[int, str | None]:
-        """File a message; return its template's index and the text it had before, if changed."""
+        """File a message; return its template's id and the text it had before, if changed."""
         path = self._route(group, tokens)
-        node = self._node(path)
-        leaf: list[int] = node.setdefault("", [])
+        leaf: list[int] = self._node(path).setdefault("", [])
         best, best_score = -1, -1.0
         for index in leaf:
             score = self._score(self.templates[index], tokens)
             if score > best_score:
                 best, best_score = index, score
         if best >= 0 and best_score >= self.similarity:
+            self.counts[best] += 1
             template = self.templates[best]
             pairs = zip(template, tokens, strict=True)
             merged = [a if a == b or a in PLACEHOLDERS else WILDCARD for a, b in pairs]
@@ -179,13 +189,43 @@ class Drain:
                 self.templates[best] = merged
                 return best, old
             return best, None
-        self.templates.append(list(tokens))
-        self.paths.append(path)
-        leaf.append(len(self.templates) - 1)
-        return len(self.templates) - 1, None
+        index, self.next_id = self.next_id, self.next_id + 1
+        self.templates[index], self.paths[index] = list(tokens), path
+        self.counts[index], self.deltas[index] = 1, self._bucket() - 1 if self.width else 0
+        leaf.append(index)
+        return index, None
 
     def template(self, index: int) -> str:
         return " ".join(self.templates[index])
+
+    def tick(self) -> None:
+        """One session done: forget rare templates at each bucket boundary."""
+        self.sessions += 1
+        if not self.width or self.sessions % self.width:
+            return
+        bucket = self._bucket()
+        for index in [i for i in self.templates if self.counts[i] + self.deltas[i] <= bucket]:
+            self._forget(index)
+
+    def _bucket(self) -> int:
+        return max(1, -(-self.sessions // self.width))
+
+    def _forget(self, index: int) -> None:
+        path = self.paths.pop(index)
+        del self.templates[index], self.counts[index], self.deltas[index]
+        trail: list[tuple[dict[str, Any], str]] = []
+        key = path[0] + "\x00" + path[1]
+        node: dict[str, Any] = self._tree[key]
+        trail.append((self._tree, key))
+        for step in path[2:]:
+            trail.append((node["children"], step))
+            node = node["children"][step]
+        node[""].remove(index)
+        for parent, name in reversed(trail):  # drop the nodes left empty
+            child = parent[name]
+            if child.get("") or child.get("children"):
+                break
+            del parent[name]
 
     @staticmethod
     def _score(template: list[str], tokens: list[str]) -> float:
@@ -213,17 +253,22 @@ class Drain:
         return node
 
     def state(self) -> dict[str, Any]:
-        """JSON-able: each template with the tree path it lives at."""
+        """JSON-able: each template (by id) with its tree path and counts."""
         return {
-            "templates": [list(t) for t in self.templates],
-            "paths": [list(p) for p in self.paths],
+            "sessions": self.sessions,
+            "next_id": self.next_id,
+            "templates": [
+                [i, self.templates[i], self.paths[i], self.counts[i], self.deltas[i]]
+                for i in sorted(self.templates)
+            ],
         }
 
     @classmethod
     def from_state(cls, state: dict[str, Any], **options: Any) -> Drain:
         drain = cls(**options)
-        for template, path in zip(state["templates"], state["paths"], strict=True):
-            drain.templates.append(list(template))
-            drain.paths.append(list(path))
-            drain._node(list(path)).setdefault("", []).append(len(drain.templates) - 1)
+        drain.sessions, drain.next_id = int(state["sessions"]), int(state["next_id"])
+        for index, template, path, count, delta in state["templates"]:
+            drain.templates[index], drain.paths[index] = list(template), list(path)
+            drain.counts[index], drain.deltas[index] = count, delta
+            drain._node(list(path)).setdefault("", []).append(index)
         return drain

@@ -7,16 +7,18 @@ so ``npm ci`` errors never share a template with ``pytest`` ones.
 
 Key: ``tool|command words|template`` (``Bash|npm ci|npm ERR! code <str>``) — from the subject
 only. When a later error generalises a template, the miner reports the rename so the counts
-move with it. Subject: ``tool``, ``command`` (shell calls), ``signature``, ``input`` (the
-latest failing input, normalised). Excerpt: the call and its error line.
+move with it; templates too rare to matter are forgotten (lossy counting, see
+:class:`~.signature.Drain`). Subject: ``tool``, ``command`` (shell calls), ``signature``,
+``input`` (the latest failing input, normalised). Excerpt: the call and its error line.
 """
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator
 from typing import Any, ClassVar
 
-from memdir.dream.miners.base import MinerContext, calls_of, excerpt
+from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt, lossy_epsilon
 from memdir.dream.miners.failures import exit_code_of
 from memdir.dream.miners.signature import Drain, error_line, mask_tokens
 from memdir.dream.model import Session, Signal
@@ -36,11 +38,13 @@ class ToolErrorsMiner:
 
     def __init__(self, context: MinerContext) -> None:
         self.rules = context.rules
-        self.drain = Drain()
+        epsilon = lossy_epsilon(context.thresholds)
+        self.width = math.ceil(1 / epsilon) if epsilon > 0 else 0
+        self.drain = Drain(width=self.width)
         self._renames: list[tuple[str, str]] = []
 
     def mine(self, session: Session) -> Iterator[Signal]:
-        found: list[tuple[int, Any, str]] = []
+        found: list[tuple[int, Call, str]] = []
         for call in calls_of(session, self.rules):
             if not call.failed or call.result is None:
                 continue
@@ -57,24 +61,24 @@ class ToolErrorsMiner:
                 )
             found.append((index, call, line))
         # Keys are made once the whole session is filed, from the templates as they now are.
-        for index, call, line in found:
-            template = self.drain.template(index)
-            subject: dict[str, Any] = {"tool": call.name, "signature": template, "input": call.norm}
-            if call.shell:
-                subject["command"] = call.words
-            label = call.words if call.shell else call.name
-            yield Signal(
-                miner=self.name,
-                key=error_key(call.name, call.words, template),
-                subject=subject,
-                title=f"{label} fails: {template}",
-                excerpt=excerpt(
-                    session,
-                    call.index,
-                    call.result_index if call.result_index is not None else call.index,
-                    f"{call.name}: {call.text}\n-> {line}",
-                ),
-            )
+        signals = [self._signal(session, index, call, line) for index, call, line in found]
+        self.drain.tick()
+        return iter(signals)
+
+    def _signal(self, session: Session, index: int, call: Call, line: str) -> Signal:
+        template = self.drain.template(index)
+        subject: dict[str, Any] = {"tool": call.name, "signature": template, "input": call.norm}
+        if call.shell:
+            subject["command"] = call.words
+        label = call.words if call.shell else call.name
+        last = call.result_index if call.result_index is not None else call.index
+        return Signal(
+            miner=self.name,
+            key=error_key(call.name, call.words, template),
+            subject=subject,
+            title=f"{label} fails: {template}",
+            excerpt=excerpt(session, call.index, last, f"{call.name}: {call.text}\n-> {line}"),
+        )
 
     def renames(self) -> list[tuple[str, str]]:
         out, self._renames = self._renames, []
@@ -84,4 +88,4 @@ class ToolErrorsMiner:
         return {"drain": self.drain.state()}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.drain = Drain.from_state(state["drain"])
+        self.drain = Drain.from_state(state["drain"], width=self.width)
