@@ -32,6 +32,7 @@ import json
 import re
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
@@ -59,6 +60,7 @@ from memdir.sdk._wire import ERROR_TYPES, error_from_response, from_json
 from memdir.storage.schema import commits
 
 ADMIN = "user:admin"  # who acts for the owner over HTTP
+SRC = Path(memdir.__file__).parents[1]  # where the memdir under test is imported from
 
 
 class Unsupported(Exception):
@@ -579,6 +581,12 @@ class McpDriver:
     def actor_id(self, principal: Principal) -> str:
         return self._actor(principal)
 
+    def raw(
+        self, principal: Principal, tool: str, arguments: dict[str, Any]
+    ) -> tuple[str, bool, dict[str, Any] | None]:
+        """One tool call as sent: (text, is_error, _meta)."""
+        return self._call(principal, tool, arguments)
+
     @staticmethod
     def _store(store: str) -> None:
         if store != "default":
@@ -821,7 +829,8 @@ def stdio_connect(url: str) -> Callable[[Principal], Any]:
         acting = [] if principal.is_owner else ["--as", principal.id]
         params = StdioServerParameters(
             command=sys.executable, args=["-m", "memdir.cli", "--db", url, *acting, "mcp"],
-            env={"MEMDIR_LOG_LEVEL": "WARNING"},
+            # the memdir this process imported, whatever the environment's install points at
+            env={"MEMDIR_LOG_LEVEL": "WARNING", "PYTHONPATH": str(SRC)},
         )  # fmt: skip
         return Client(params, read_timeout_seconds=60)
 

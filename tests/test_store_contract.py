@@ -323,6 +323,21 @@ def test_if_match_on_a_missing_file_fails(svc: Any) -> None:
     assert snapshot(direct(svc)).revision == 0
 
 
+@not_on("sqlite", "postgres", "asgi", "sdk", reason="about the MCP tools' arguments")
+def test_arguments_outside_a_tool_schema_are_a_one_line_error(svc: Any) -> None:
+    create(svc, "/a.md", "a\n")
+    for tool, arguments in [
+        ("insert", {"path": "/a.md", "insert_line": "two", "insert_text": "x"}),
+        ("view", {"path": "/a.md", "view_range": "1-2"}),
+        ("create", {"path": "/b.md"}),
+        ("str_replace", {"path": "/a.md", "old_str": 1, "new_str": None, "extra": True}),
+    ]:
+        text, is_error, meta = svc.raw(OWNER, tool, arguments)
+        assert is_error and "\n" not in text and text.startswith("invalid argument "), text
+        assert (meta or {})["memdir/error"]["type"] == "invalid_input", meta
+    assert svc.read(OWNER, STORE, "/a.md").version == 1  # nothing ran
+
+
 # --- edits -----------------------------------------------------------------------------------
 
 

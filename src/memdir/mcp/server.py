@@ -7,12 +7,16 @@ what it does. ``docs/mcp.md`` is generated from them (``scripts/gen_mcp_docs.py`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
-from mcp.server.mcpserver import MCPServer
-from mcp_types import ToolAnnotations
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
+from pydantic import ValidationError
 
+from memdir.core.errors import InvalidInput
 from memdir.mcp.namespace import Namespace
-from memdir.mcp.tools import MemoryTools, PrincipalForRequest
+from memdir.mcp.tools import MemoryTools, PrincipalForRequest, error_result
 from memdir.service import MemoryService
 
 __all__ = ["INSTRUCTIONS", "TOOLS", "ToolSpec", "build_server"]
@@ -133,6 +137,33 @@ TOOLS: tuple[ToolSpec, ...] = (
 )
 
 
+class _Server(MCPServer):
+    """The SDK's server, with arguments that fail the input schema answered in one line.
+
+    The SDK reports them with pydantic's multi-line text; memdir's tool errors are one line
+    an agent can act on, with the error type in ``_meta`` as for every other tool error.
+    """
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as exc:
+            if not isinstance(exc.__cause__, ValidationError):
+                raise
+            problems = exc.__cause__.errors()
+            first = problems[0]
+            where = ".".join(str(part) for part in first["loc"]) or "arguments"
+            more = f" (and {len(problems) - 1} more)" if len(problems) > 1 else ""
+            error = InvalidInput(
+                f"invalid argument {where} for {name}: {first['msg']}{more}; see the tool's "
+                "input schema",
+                fields=sorted({".".join(str(p) for p in e["loc"]) for e in problems}),
+            )
+            return error_result(error.message, error)
+
+
 def build_server(
     service: MemoryService,
     principal_for_request: PrincipalForRequest,
@@ -151,7 +182,7 @@ def build_server(
     from memdir import __version__
 
     tools = MemoryTools(service, principal_for_request, store, Namespace(root, memories_alias))
-    server: MCPServer = MCPServer(
+    server: MCPServer = _Server(
         name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
     )
     for spec in TOOLS:

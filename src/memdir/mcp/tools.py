@@ -40,7 +40,7 @@ from memdir.mcp.namespace import Namespace, Resolved
 from memdir.mcp.render import Refusal
 from memdir.service import MemoryService
 
-__all__ = ["MAX_GREP_LINES", "Ctx", "MemoryTools", "PrincipalForRequest"]
+__all__ = ["MAX_GREP_LINES", "Ctx", "MemoryTools", "PrincipalForRequest", "error_result"]
 
 Ctx = Context[Any, Any]
 PrincipalForRequest = Callable[[Ctx], Principal]
@@ -78,7 +78,7 @@ def _text(text: str, *, error: bool = False) -> CallToolResult:
     return CallToolResult(content=[TextContent(type="text", text=text)], is_error=error)
 
 
-def _error(text: str, cause: MemdirError | None) -> CallToolResult:
+def error_result(text: str, cause: MemdirError | None) -> CallToolResult:
     """An error result: the one line, and the error's type and details in ``_meta``."""
     result = _text(text, error=True)
     if cause is not None:
@@ -125,19 +125,19 @@ class MemoryTools:
         try:
             return _text(action(self.principal_for(ctx)))
         except Refusal as refusal:
-            return _error(refusal.text, refusal.cause)
+            return error_result(refusal.text, refusal.cause)
         except Proposed as error:
             return _text(render.proposed(error.details["proposal"], error.details.get("reason")))
         except PreconditionFailed as error:
             expected = error.details.get("expected_sha256")
             current = error.details.get("current_sha256")
-            return _error(render.precondition_failed(path, expected, current), error)
+            return error_result(render.precondition_failed(path, expected, current), error)
         except ScreeningRefused as error:
             findings = error.details.get("findings") or []
-            return _error(render.screening_refused(error.message, findings), error)
+            return error_result(render.screening_refused(error.message, findings), error)
         except MemdirError as error:
             _log.info("tool call on %s failed: %s", path, error.type)
-            return _error(error.message, error)
+            return error_result(error.message, error)
 
     def _resolve(self, path: str) -> Resolved:
         return self.ns.resolve(path)
