@@ -326,4 +326,5 @@ def test_offline_engine_finds_the_planted_patterns(fleet: Fleet, loaded: Any) ->
     proposed = [draft.pattern for draft in result.drafts]
     found = score(proposed, fleet.planted)
     assert found.recall >= 0.9, found.missed
+    assert found.precision >= 0.8, (found.below_proposed, found.unmatched)
     assert found.max_error_pp <= 2.0, found.prevalence_errors
