@@ -403,3 +403,32 @@ def test_configuration_is_checked() -> None:
         Engine(EngineConfig(), [], dt.datetime(2026, 1, 1))
     only = run(50, EngineConfig(miners=("loops",)))
     assert {p.miner for p in only.patterns} == {"loops"}
+
+
+class OrphansMiner:
+    """A third-party store miner: memory files nothing links to (here: the one under /tmp)."""
+
+    name = "orphans"
+
+    def __init__(self, context: Any) -> None:
+        self.context = context
+
+    def mine_memory(self, files: Any, now: dt.datetime) -> list[Signal]:
+        return [
+            Signal("orphans", f.path, {"paths": [f.path], "title": f"orphan {f.path}"}, "orphan")
+            for f in files
+            if f.path.startswith("/tmp/")
+        ]  # fmt: skip
+
+
+def test_third_party_store_miners_skip_session_thresholds() -> None:
+    from memdir.dream.miners import register, unregister
+
+    register("orphans", OrphansMiner)
+    try:
+        note = MemoryFile("/tmp/scratch.md", "scratch", sha256_hex("scratch"))
+        result = run(20, EngineConfig(miners=("orphans", "loops")), memory(note))
+    finally:
+        unregister("orphans")
+    (kept,) = [p for p in result.kept if p.miner == "orphans"]
+    assert (kept.id, kept.sessions, kept.sessions_selected) == ("orphans:/tmp/scratch.md", 0, 20)

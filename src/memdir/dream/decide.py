@@ -54,7 +54,8 @@ EXPLAINED_BY: Final = {
     "recovery": ("stale_memory",),
 }
 EXPLAINED_SHARE: Final = 0.5
-#: Miners whose patterns describe the store, not sessions (no session thresholds).
+#: The built-in miners whose patterns describe the store, not sessions (the engine passes the
+#: names of every store-level miner it runs).
 STORE_MINERS: Final = frozenset({"consolidation"})
 _WORD: Final = re.compile(r"[a-z0-9][a-z0-9._+#/-]*")
 _RETRY: Final = ("loop", "retry", "retries", "repeat", "again", "hang", "stuck")
@@ -137,9 +138,11 @@ def _contradicts(pattern: Pattern, entry: _Indexed) -> bool:
     return False
 
 
-def coverage(pattern: Pattern, index: MemoryIndex) -> tuple[Coverage, list[str]]:
+def coverage(
+    pattern: Pattern, index: MemoryIndex, store_miners: frozenset[str] = STORE_MINERS
+) -> tuple[Coverage, list[str]]:
     """How memory relates to ``pattern``, and the files that say so (sorted by path)."""
-    if pattern.miner in STORE_MINERS:
+    if pattern.miner in store_miners:
         return "new", []
     stating = [e for e in index.files if e.marker == pattern.id or _states(pattern, e)]
     if stating:
@@ -159,9 +162,11 @@ def coverage(pattern: Pattern, index: MemoryIndex) -> tuple[Coverage, list[str]]
     return "new", []
 
 
-def threshold_reason(pattern: Pattern, thresholds: Thresholds) -> str | None:
+def threshold_reason(
+    pattern: Pattern, thresholds: Thresholds, store_miners: frozenset[str] = STORE_MINERS
+) -> str | None:
     """Why ``pattern`` is below the thresholds, or None when it reaches them."""
-    if pattern.miner in STORE_MINERS:
+    if pattern.miner in store_miners:
         return None
     if pattern.sessions < thresholds.min_sessions:
         return f"below threshold: {pattern.sessions} sessions < {thresholds.min_sessions}"
@@ -172,15 +177,19 @@ def threshold_reason(pattern: Pattern, thresholds: Thresholds) -> str | None:
 
 
 def decide(
-    patterns: Sequence[Pattern], thresholds: Thresholds, memory: Sequence[MemoryFile]
+    patterns: Sequence[Pattern],
+    thresholds: Thresholds,
+    memory: Sequence[MemoryFile],
+    store_miners: frozenset[str] = STORE_MINERS,
 ) -> tuple[list[Pattern], list[tuple[Pattern, str]]]:
     """Split ``patterns`` into kept ones (with coverage set) and left-out ones with reasons.
 
-    Order is kept: both lists follow ``patterns`` (most prevalent first).
+    ``store_miners`` names the miners whose patterns describe the store (no session
+    thresholds, no coverage). Order is kept: both lists follow ``patterns``.
     """
     reasons: dict[str, str] = {}
     for pattern in patterns:
-        reason = threshold_reason(pattern, thresholds)
+        reason = threshold_reason(pattern, thresholds, store_miners)
         if reason is not None:
             reasons[pattern.id] = reason
     passing = {p.id: p for p in patterns if p.id not in reasons}
@@ -205,7 +214,7 @@ def decide(
         if pattern.id in reasons:
             left_out.append((pattern, reasons[pattern.id]))
             continue
-        pattern.coverage, pattern.memory_paths = coverage(pattern, index)
+        pattern.coverage, pattern.memory_paths = coverage(pattern, index, store_miners)
         if pattern.coverage == "covered":
             left_out.append((pattern, f"already covered by {', '.join(pattern.memory_paths)}"))
         else:

@@ -30,7 +30,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from memdir.core.errors import InvalidInput
-from memdir.dream.decide import EXPLAINED_BY, decide
+from memdir.dream.decide import EXPLAINED_BY, STORE_MINERS, decide
 from memdir.dream.drafts import make_draft
 from memdir.dream.miners.base import MemoryMiner, Miner, MinerContext, create, lossy_epsilon
 from memdir.dream.miners.failures import FailureRules
@@ -177,7 +177,8 @@ class Engine:
             s for m in self._memory_miners for s in m.mine_memory(self.memory, self.now)
         ]
         patterns = self._reducer.patterns(store_signals)
-        kept, left_out = decide(patterns, self.config.thresholds, self.memory)
+        store = STORE_MINERS | {m.name for m in self._memory_miners}
+        kept, left_out = decide(patterns, self.config.thresholds, self.memory, store)
         by_path = {f.path: f for f in self.memory}
         taken = set(by_path)
         drafts: list[Draft] = []
