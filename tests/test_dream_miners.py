@@ -378,6 +378,10 @@ def test_stale_memory_ignores_commands_that_work_later_and_old_sessions() -> Non
     assert mine("stale_memory", old, [NOTE]) == []
     unrelated = session([("bash", "make lint", "error", 2)])
     assert mine("stale_memory", unrelated, [NOTE]) == []
+    script = memory_file("/projects/web/deploy.md", "Deploy with `./scripts/deploy web`.\n")
+    gone = session([("bash", "./scripts/deploy web", "bash: ./scripts/deploy: No such file", 127)])
+    (signal,) = mine("stale_memory", gone, [script])
+    assert signal.key == "/projects/web/deploy.md|./scripts/deploy web" and signal.variant == ""
 
 
 # --- consolidation ------------------------------------------------------------------------

@@ -1,9 +1,10 @@
 """Stale memory: remembered commands and paths that recent transcripts show failing.
 
 Claims come from the memory snapshot's code: inline code spans and the lines of fenced blocks
-(a leading ``$ `` dropped). A claim of two or more words starting with a program name is a
-**command** (``make test``); one word with a ``/`` or a file extension is a **path**
-(``docs/setup.md``). Only sessions that started within ``recent_days`` of the run's time count.
+(a leading ``$ `` dropped). A claim of two or more words starting with a program name or a
+script path is a **command** (``make test``, ``./scripts/deploy web``); one word with a ``/``
+or a file extension is a **path** (``docs/setup.md``). Only sessions that started within
+``recent_days`` of the run's time count.
 
 In a session, a command claim is contradicted when a shell call runs it (the call's simple
 command starts with the claim's words) and fails, and no later call of it succeeds in that
@@ -35,7 +36,7 @@ __all__ = ["Claim", "StaleMemoryMiner", "claims_of"]
 
 _SPAN: Final = re.compile(r"`([^`\n]{2,200})`")
 _FENCE: Final = re.compile(r"^\s*(```|~~~)")
-_PROGRAM: Final = re.compile(r"^[a-z][\w.+-]*$")
+_PROGRAM: Final = re.compile(r"^(?:\.{0,2}/)?[a-z][\w.+-]*(?:/[\w.+-]+)*$")
 _NOT_FOUND: Final = re.compile(
     r"no such file|not found|does not exist|cannot find|can't find|enoent", re.IGNORECASE
 )
