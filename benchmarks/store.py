@@ -8,7 +8,11 @@ Usage::
 For each file count it loads a deterministic pseudo-English corpus (100-400 words per file,
 Zipf-distributed vocabulary, paths ``/projects/pN/<topic>/fileM.md``) into a memdir store and,
 beside it, into a raw baseline database; with ``--versions N`` it then grows the history of
-both (bulk CAS overwrites, 500 per commit) until each holds N versions. It then measures
+both (CAS overwrites, 500 per commit) until each holds N versions. Beyond the first
+``--create-sample`` files, loading is set-up, not measurement: by default the bulk loader of
+``benchmarks/_bulk.py`` writes the rows those commits would make and the store is read back
+through the service before anything is timed (``--load service`` commits through the service
+instead; ``--check-loader`` compares the two row for row). It then measures
 create, read, CAS overwrite, str_replace, search and grep on both, interleaved in small chunks
 so machine noise hits both.
 
