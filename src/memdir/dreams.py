@@ -41,7 +41,7 @@ from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, N
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Principal, Provenance
 from memdir.dream.engine import Engine, EngineConfig, EngineResult
-from memdir.dream.model import Draft, MemoryFile, Session, Thresholds
+from memdir.dream.model import Draft, MemoryFile, Session, Signal, Thresholds
 from memdir.dream.report import Outcome, build
 from memdir.dream.selection import Selection, load_events, select_page
 from memdir.history import HistoryMixin
@@ -51,6 +51,7 @@ from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
 from memdir.storage.schema import dream_runs, proposals
 from memdir.transcripts.service import allowed as transcript_allowed
+from memdir.transcripts.model import TranscriptInfo
 from memdir.transcripts.store import info_from_row
 
 __all__ = ["DreamConfig", "DreamRun", "DreamsMixin", "Progress"]
@@ -216,7 +217,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
                     selection = replace(selection, arrived_after=aware(last.created_at))
             config = replace(config, selection=selection)
             manifest = {
-                head.path: head.sha256
+                head.path: [head.sha256, aware(head.updated_at).isoformat()]
                 for head in repo.heads_under(srow.id, "/", with_content=False)
                 if access.can_read(head.path)
             }
@@ -254,11 +255,12 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         config = DreamConfig.from_json(row.config, Selection.from_json(row.selection))
         return row, config
 
-    def _memory(self, store_id: int, manifest: dict[str, str]) -> list[MemoryFile]:
+    def _memory(self, store_id: int, manifest: dict[str, list[str]]) -> list[MemoryFile]:
+        """The pinned memory: each manifest entry is ``[sha256, updated_at]`` at the start."""
         files: list[MemoryFile] = []
         with self.db.read() as repo:
             for path in sorted(manifest):
-                sha = manifest[path]
+                sha, updated = manifest[path]
                 content = repo.blob(store_id, sha)
                 if content is None:  # redacted or purged since the run started
                     continue
@@ -266,7 +268,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
                     front = parse_frontmatter(content).raw
                 except MemdirError:
                     front = {}
-                files.append(MemoryFile(path, content, sha, front))
+                changed = dt.datetime.fromisoformat(updated)
+                files.append(MemoryFile(path, content, sha, front, updated_at=changed))
         return files
 
     def _execute(
@@ -405,8 +408,11 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         memory: list[MemoryFile],
         progress: Progress | None,
     ) -> None:
+        found: dict[str, tuple[TranscriptInfo, list[Signal]]] = {}
         for info, signal in assistant.review(list(buffer), memory):
-            state.engine.add_signals(info, [signal])
+            found.setdefault(info.id, (info, []))[1].append(signal)
+        for info, signals in found.values():  # once per session: it counts once per pattern
+            state.engine.add_signals(info, signals)
         buffer.clear()
         if progress is not None:
             progress("model", assistant.usage.requests, 0)
