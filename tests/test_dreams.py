@@ -19,7 +19,7 @@ import memdir
 import memdir.dreams as dreams_module
 from memdir import OWNER, MemoryService
 from memdir.cli.main import cli
-from memdir.core.errors import NotFound
+from memdir.core.errors import InvalidInput, NotFound
 from memdir.dream.selection import Selection
 from memdir.dreams import DreamConfig
 from memdir.transcripts.reader import Source
@@ -346,3 +346,11 @@ def test_sdk_runs_lists_shows_and_reverts_a_dream(tmp_path: Path) -> None:
         assert reverted.revision > 0
         with pytest.raises(NotFound):
             client.dream_run("d_missing")
+
+
+def test_a_bad_model_spec_is_refused_before_a_run_is_recorded(lite: MemoryService) -> None:
+    with pytest.raises(InvalidInput, match="unknown model spec"):
+        lite.dream(OWNER, STORE, DreamConfig(model="nope:x"))
+    with pytest.raises(InvalidInput, match="limit must be at least 1"):
+        lite.dream(OWNER, STORE, DreamConfig(selection=Selection(limit=0)))
+    assert lite.list_dream_runs(OWNER, STORE) == []

@@ -182,7 +182,9 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         if resume is not None:
             row, config = self._resume_row(principal, store, resume)
         else:
-            row, config = self._start_row(principal, store, config or DreamConfig())
+            config = config or DreamConfig()
+            _assistant(config, None)  # a bad model spec or a missing SDK fails before the run
+            row, config = self._start_row(principal, store, config)
         run_id = row.id
         try:
             return self._execute(principal, store, row, config, progress)
