@@ -50,8 +50,8 @@ from memdir.rows import aware, utcnow
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
 from memdir.storage.schema import dream_runs, proposals
-from memdir.transcripts.service import allowed as transcript_allowed
 from memdir.transcripts.model import TranscriptInfo
+from memdir.transcripts.service import allowed as transcript_allowed
 from memdir.transcripts.store import info_from_row
 
 __all__ = ["DreamConfig", "DreamRun", "DreamsMixin", "Progress"]
