@@ -212,7 +212,7 @@ def test_dry_run_queues_nothing_and_since_last_takes_only_new_sessions(
 ) -> None:
     load(lite, "web", 30)
     dry = lite.dream(OWNER, STORE, DreamConfig(dry_run=True))
-    assert dry.report and dry.report["proposed"] and dry.proposals == []
+    assert dry.report and dry.report["proposed"] and dry.proposals == ()
     assert [p for p in lite.list_proposals(OWNER, STORE) if p.origin == "dream"] == []
     first = lite.dream(OWNER, STORE, DreamConfig(since_last=True))
     assert first.selected == 30

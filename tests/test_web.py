@@ -463,7 +463,7 @@ def test_dream_runs_and_their_report_link_to_their_proposals(tab: Tab, site: Sit
     assert run.id in page.inner_text("h1") and run.status in page.inner_text("h1")
     assert f"Proposed ({len(run.proposals)})" in page.inner_text("main")
     links = page.locator(".pattern a.proposal").all_inner_texts()
-    assert links == run.proposals
+    assert links == list(run.proposals)
     assert "Left out" in page.inner_text("main")
     page.click(f".pattern a.proposal:text-is('{run.proposals[0]}')")
     assert page.url.endswith(f"/proposals/{run.proposals[0]}")

@@ -31,7 +31,7 @@ import datetime as dt
 import json
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Final
 
@@ -79,6 +79,39 @@ class DreamConfig:
     thresholds: Thresholds = field(default_factory=Thresholds)
     miners: tuple[str, ...] | None = None
     dry_run: bool = False
+
+    @classmethod
+    def build(
+        cls,
+        *,
+        since: dt.datetime | None = None,
+        until: dt.datetime | None = None,
+        since_last: bool = False,
+        agent: str | None = None,
+        project: str | None = None,
+        outcome: str | None = None,
+        limit: int | None = None,
+        model: str = "offline",
+        instructions: str | None = None,
+        budget_tokens: int | None = None,
+        budget_usd: float | None = None,
+        batches: bool = False,
+        min_sessions: int = 5,
+        min_prevalence: float = 0.02,
+        miners: Sequence[str] | None = None,
+        dry_run: bool = False,
+    ) -> DreamConfig:
+        """A configuration from the flat options every surface offers (CLI, REST, SDK)."""
+        selection = Selection(
+            since=since, until=until, agent=agent, project=project, outcome=outcome, limit=limit
+        )
+        config = cls(
+            selection=selection, since_last=since_last, model=model, instructions=instructions,
+            budget_tokens=budget_tokens, budget_usd=budget_usd, batches=batches,
+            thresholds=Thresholds(min_sessions=min_sessions, min_prevalence=min_prevalence),
+            miners=tuple(miners) if miners is not None else None, dry_run=dry_run,
+        )  # fmt: skip
+        return config
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -135,12 +168,8 @@ class DreamRun:
     created_at: dt.datetime
     updated_at: dt.datetime
     finished_at: dt.datetime | None
-
-    @property
-    def proposals(self) -> list[str]:
-        """Ids of the proposals the run queued (from its report)."""
-        entries = (self.report or {}).get("proposed", [])
-        return [e["proposal"] for e in entries if e.get("proposal")]
+    #: ids of the proposals the run queued (from its report)
+    proposals: tuple[str, ...] = ()
 
 
 def _run_view(row: Row, store: str) -> DreamRun:
@@ -150,6 +179,9 @@ def _run_view(row: Row, store: str) -> DreamRun:
         selected=row.selected, processed=row.processed, usage=row.usage, report=row.report,
         error=row.error, created_at=aware(row.created_at), updated_at=aware(row.updated_at),
         finished_at=aware(row.finished_at) if row.finished_at else None,
+        proposals=tuple(
+            e["proposal"] for e in (row.report or {}).get("proposed", []) if e.get("proposal")
+        ),
     )  # fmt: skip
 
 

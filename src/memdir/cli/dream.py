@@ -20,7 +20,7 @@ from memdir.cli.transcripts import _when
 from memdir.core.errors import InvalidInput
 
 if TYPE_CHECKING:
-    from memdir.dreams import DreamRun
+    pass
 
 #: Largest steering-instructions file accepted (they reach every model prompt).
 MAX_INSTRUCTIONS_BYTES = 64 << 10
@@ -131,20 +131,15 @@ def dream_run(
     report (patterns found with their statistics, what was proposed and why, what was left
     out and why). Interrupted, it resumes with --resume RUN without repeating finished work.
     """
-    from memdir.dream.model import Thresholds
     from memdir.dream.report import markdown
-    from memdir.dream.selection import Selection
     from memdir.dreams import DreamConfig
 
-    config = DreamConfig(
-        selection=Selection(
-            since=_when(since, "--since"), until=_when(until, "--until"), agent=agent,
-            project=project, outcome=outcome, limit=limit,
-        ),
-        since_last=since_last, model=model, instructions=_instructions(instructions),
-        budget_tokens=budget_tokens, budget_usd=budget_usd, batches=batches,
-        thresholds=Thresholds(min_sessions=min_sessions, min_prevalence=min_prevalence),
-        miners=_miners(miners), dry_run=dry_run,
+    config = DreamConfig.build(
+        since=_when(since, "--since"), until=_when(until, "--until"), since_last=since_last,
+        agent=agent, project=project, outcome=outcome, limit=limit, model=model,
+        instructions=_instructions(instructions), budget_tokens=budget_tokens,
+        budget_usd=budget_usd, batches=batches, min_sessions=min_sessions,
+        min_prevalence=min_prevalence, miners=_miners(miners), dry_run=dry_run,
     )  # fmt: skip
     show = progress if progress is not None else sys.stderr.isatty() and not app.as_json
     bar = _Bar() if show else None
@@ -156,15 +151,7 @@ def dream_run(
     text = markdown(run.report or {})
     if report_file is not None:
         Path(report_file).write_text(text, encoding="utf-8")
-    emit(app.as_json, _run_json(run), text)
-
-
-def _run_json(run: DreamRun) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    data = asdict(run)
-    data["proposals"] = run.proposals
-    return data
+    emit(app.as_json, run, text)
 
 
 @verb(dream, "list")
@@ -177,7 +164,7 @@ def dream_list(app: App, limit: int) -> None:
         f"{r.processed}/{r.selected} sessions  {len(r.proposals)} proposals"
         for r in runs
     ]
-    emit(app.as_json, [_run_json(r) for r in runs], "\n".join(lines) or "no dream runs")
+    emit(app.as_json, runs, "\n".join(lines) or "no dream runs")
 
 
 @verb(dream, "show")
@@ -196,7 +183,7 @@ def dream_show(app: App, run_id: str) -> None:
         )  # fmt: skip
     else:
         text = markdown(run.report)
-    emit(app.as_json, _run_json(run), text)
+    emit(app.as_json, run, text)
 
 
 @verb(dream, "revert")

@@ -10,7 +10,7 @@ administrators.
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import Query
 from fastapi.responses import Response
@@ -28,6 +28,7 @@ from memdir.api.deps import (
     v1_router,
 )
 from memdir.api.models import Page
+from memdir.dreams import DreamConfig, DreamRun
 
 __all__ = ["router"]
 
@@ -64,70 +65,28 @@ class DreamBody(BaseModel):
     dry_run: bool = False
 
 
-class DreamRunView(BaseModel):
-    """A dream run: its selection, configuration, progress, usage and report."""
-
-    id: str
-    store: str
-    principal: str
-    status: str
-    revision: int
-    selection: dict[str, Any]
-    config: dict[str, Any]
-    selected: int
-    processed: int
-    usage: dict[str, Any] | None
-    report: dict[str, Any] | None
-    error: str | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    finished_at: dt.datetime | None
-    proposals: list[str]
-
-
-def _view(run: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    data = asdict(run)
-    data["proposals"] = run.proposals
-    return data
-
-
-@router.post(ALL, response_model=DreamRunView, status_code=201, summary="Run a dream")
+@router.post(ALL, response_model=DreamRun, status_code=201, summary="Run a dream")
 async def start_dream(ctx: Ctx, store: StoreName, body: DreamBody) -> Response:
     """Run a dream over the transcripts the caller may read; its proposals enter the queue."""
-    from memdir.dream.model import Thresholds
-    from memdir.dream.selection import Selection
-    from memdir.dreams import DreamConfig
-
-    config = DreamConfig(
-        selection=Selection(
-            since=body.since, until=body.until, agent=body.agent, project=body.project,
-            outcome=body.outcome, limit=body.limit,
-        ),
-        since_last=body.since_last, model=body.model, instructions=body.instructions,
-        budget_tokens=body.budget_tokens, budget_usd=body.budget_usd, batches=body.batches,
-        thresholds=Thresholds(min_sessions=body.min_sessions, min_prevalence=body.min_prevalence),
-        miners=tuple(body.miners) if body.miners is not None else None, dry_run=body.dry_run,
-    )  # fmt: skip
+    config = DreamConfig.build(**body.model_dump())
     run = await ctx.call(ctx.service.dream, store, config)
-    return render(_view(run), 201)
+    return render(run, 201)
 
 
-@router.get(ALL, response_model=Page[DreamRunView], summary="Dream runs")
+@router.get(ALL, response_model=Page[DreamRun], summary="Dream runs")
 async def list_dreams(
     ctx: Ctx, store: StoreName, cursor: Cursor = None, limit: Limit = 50
 ) -> Response:
     """The caller's runs (every run, for administrators), newest first."""
     start = offset_of(cursor)
     runs = await ctx.call(ctx.service.list_dream_runs, store, limit=start + limit + 1)
-    page = offset_page([_view(r) for r in runs], start, limit)
+    page = offset_page(runs, start, limit)
     return render(page)
 
 
 @router.get(
     ONE,
-    response_model=DreamRunView,
+    response_model=DreamRun,
     responses={200: {"content": {"text/markdown": {"schema": {"type": "string"}}}}},
     summary="Show a dream run",
 )
@@ -144,14 +103,14 @@ async def show_dream(
 
         text = markdown(run.report) if run.report else f"dream run {run.id} is {run.status}\n"
         return Response(text, media_type="text/markdown; charset=utf-8")
-    return render(_view(run))
+    return render(run)
 
 
-@router.post(ONE + "/resume", response_model=DreamRunView, summary="Resume a dream run")
+@router.post(ONE + "/resume", response_model=DreamRun, summary="Resume a dream run")
 async def resume_dream(ctx: Ctx, store: StoreName, run_id: str) -> Response:
     """Continue an interrupted or failed run where its last checkpoint left it."""
     run = await ctx.call(ctx.service.dream, store, None, resume=run_id)
-    return render(_view(run))
+    return render(run)
 
 
 @router.post(ONE + "/revert", summary="Revert a dream run")
