@@ -19,7 +19,7 @@ events — so its size grows with the number of distinct patterns, not with the 
 
 **Lossy counting** (Manku and Motwani, *Approximate Frequency Counts over Data Streams*, VLDB
 2002) keeps the number of patterns bounded as well: with an error ``epsilon`` (the engine uses
-a twentieth of the lowest prevalence threshold, 0.1 % by default), every ``1 / epsilon``
+a tenth of the lowest prevalence threshold, 0.2 % by default), every ``1 / epsilon``
 sessions the patterns with ``sessions + delta <= bucket`` are dropped, ``delta`` being the
 bucket a pattern was (re)created in, minus one. A dropped pattern had fewer than ``epsilon``
 of the sessions seen — far below any threshold — and a pattern's count is short by at most
