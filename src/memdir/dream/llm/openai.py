@@ -33,6 +33,7 @@ from memdir.dream.llm.port import (
     TokenUsage,
     complete_concurrently,
     require_sdk,
+    sdk_error,
 )
 
 __all__ = ["OpenAIModel"]
@@ -178,20 +179,8 @@ class OpenAIModel:
         )
 
     def _error(self, exc: Exception) -> ModelCallError:
-        sdk = self.sdk
-        status = getattr(exc, "status_code", None)
-        transient = isinstance(
-            exc, sdk.RateLimitError | sdk.InternalServerError | sdk.APIConnectionError
-        ) or (isinstance(status, int) and (status >= 500 or status in (408, 409, 429)))
-        fatal = isinstance(
-            exc, sdk.AuthenticationError | sdk.PermissionDeniedError | sdk.NotFoundError
-        )
-        what = "was refused (check OPENAI_API_KEY, the model id and the URL)" if fatal else "failed"
-        return ModelCallError(
-            f"{self.name} call {what}: {type(exc).__name__} (status {status}): {exc}",
-            transient=transient,
-            fatal=fatal,
-            status=status,
+        return sdk_error(
+            self.name, self.sdk, exc, refused="check OPENAI_API_KEY, the model id and the URL"
         )
 
 

@@ -47,6 +47,7 @@ __all__ = [
     "model_from_spec",
     "register_backend",
     "require_sdk",
+    "sdk_error",
 ]
 
 
@@ -177,6 +178,27 @@ def complete_concurrently(
 
     with ThreadPoolExecutor(max_workers=max(1, concurrency)) as pool:
         return list(pool.map(one, requests))
+
+
+def sdk_error(name: str, sdk: Any, exc: Exception, *, refused: str) -> ModelCallError:
+    """An SDK exception as a :class:`ModelCallError` (both official SDKs share the classes).
+
+    Transient: rate limits, server errors, connection failures, and 408/409/429/5xx statuses
+    (retried by the orchestrator). Fatal: authentication, permission and not-found (the model is
+    not used again in the run; ``refused`` says what to check).
+    """
+    status = getattr(exc, "status_code", None)
+    transient = isinstance(
+        exc, sdk.RateLimitError | sdk.InternalServerError | sdk.APIConnectionError
+    ) or (isinstance(status, int) and (status >= 500 or status in (408, 409, 429)))
+    fatal = isinstance(exc, sdk.AuthenticationError | sdk.PermissionDeniedError | sdk.NotFoundError)
+    what = f"was refused ({refused})" if fatal else "failed"
+    return ModelCallError(
+        f"{name} call {what}: {type(exc).__name__} (status {status}): {exc}",
+        transient=transient,
+        fatal=fatal,
+        status=status,
+    )
 
 
 def require_sdk(module: str) -> Any:
