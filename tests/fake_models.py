@@ -79,7 +79,8 @@ class FakeServer:
         threading.Thread(target=self.httpd.serve_forever, daemon=True).start()
 
     def route(self, record: Recorded) -> Answer:
-        raise NotImplementedError
+        """What to answer; subclasses route their API's paths. Here: every path is unknown."""
+        return 404, {}, self.error_body(404)
 
     def error_body(self, status: int) -> Any:
         return {"type": "error", "error": {"type": f"http_{status}", "message": "fake failure"}}
