@@ -109,9 +109,14 @@ class ServiceBase:
                 store=row.name,
             )
 
-    def _require_admin(self, principal: Principal) -> None:
+    @staticmethod
+    def _is_admin(principal: Principal) -> bool:
         """Database-wide administration: the owner or a member of the ``admins`` group."""
-        if not (principal.is_owner or "admins" in principal.groups):
+        return principal.is_owner or "admins" in principal.groups
+
+    def _require_admin(self, principal: Principal) -> None:
+        """Refuse anyone but an administrator (see :meth:`_is_admin`)."""
+        if not self._is_admin(principal):
             raise Forbidden(
                 f"{principal.id} may not manage principals, tokens or stores; ask a member of "
                 "the 'admins' group",

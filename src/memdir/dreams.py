@@ -549,8 +549,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
                 dream_runs.c.id == run_id, dream_runs.c.store_id == store_id
             )
         ).first()
-        admin = principal.is_owner or "admins" in principal.groups
-        if row is None or not (admin or row.principal == principal.id):
+        if row is None or not (self._is_admin(principal) or row.principal == principal.id):
             raise NotFound(f"no dream run {run_id!r} in this store; see `memdir dream list`")
         return row
 
@@ -563,7 +562,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
             query = sa.select(dream_runs).where(dream_runs.c.store_id == srow.id)
-            if not (principal.is_owner or "admins" in principal.groups):
+            if not self._is_admin(principal):
                 query = query.where(dream_runs.c.principal == principal.id)
             rows = repo.conn.execute(
                 query.order_by(dream_runs.c.created_at.desc(), dream_runs.c.id).limit(limit)
