@@ -12,6 +12,7 @@ import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
 
+import shared_counts
 from memdir import OWNER, Forbidden, MemoryService, NotFound, Principal
 from memdir.storage.schema import transcript_events, transcripts
 from memdir.transcripts import Labels, Source, sources_from_paths
@@ -71,16 +72,48 @@ def jsonl(path: Path, records: list[Any]) -> Path:
 @needs_data
 def test_every_shared_file_imports(svc: MemoryService) -> None:
     sources, passed = sources_from_paths([str(DATA)])
-    assert [Path(p.file).name for p in passed] == ["airline_wiki_policy.md"]
+    # Licences, manifests, read-mes, the recount script and the policy text are passed over.
+    assert {Path(p.file).name for p in passed} == {
+        "LICENSE", "MANIFEST.tsv", "SOURCE.md", "count_sets.py", "airline_wiki_policy.md"
+    }  # fmt: skip
     report = svc.import_transcripts(OWNER, STORE, sources, redactor=SHARED)
     assert report.failed == []
-    assert report.files == len(sources) == 7
+    assert report.files == len(sources)
     schema = [p for p in report.skipped if p.file.endswith(".schema.v2.1.144.json")]
     assert len(schema) == 1 and "not a transcript" in schema[0].reason
-    other = [p for p in report.skipped if p not in schema]
-    assert {Path(p.file).name for p in other} == {"daaain_claude-code-log__edge_cases.jsonl"}
-    formats = {t.format for t in report.transcripts}
-    assert formats == {"claude-code", "codex", "openai-chat"}
+    other = {Path(p.file).name for p in report.skipped if p not in schema}
+    assert other == {"daaain_claude-code-log__edge_cases.jsonl"}
+    with svc.db.read() as repo:
+        rows = repo.conn.execute(
+            sa.select(transcripts.c.format, sa.func.count(), sa.func.sum(transcripts.c.tool_calls),
+                      sa.func.sum(transcripts.c.tool_errors)).group_by(transcripts.c.format)
+        ).all()  # fmt: skip
+    by_format = {f: (int(n), int(calls), int(errors)) for f, n, calls, errors in rows}
+    counted = shared_counts.count_sets(DATA)
+    tau2, swe, hands = (
+        counted["tau2-leaderboard"],
+        counted["swe-agent-trajectories"],
+        counted["openhands-samples"],
+    )
+    assert by_format["tau2"] == (
+        tau2["sessions"],
+        tau2["tool_calls"],
+        shared_counts.tau2_tool_errors(DATA),
+    )
+    assert by_format["swe-agent"][:2] == (swe["sessions"], swe["tool_calls"])
+    refused = shared_counts.openhands_refused_calls(DATA)
+    assert by_format["openhands"] == (
+        hands["sessions"],
+        hands["tool_calls"] + refused,
+        hands["tool_errors"],
+    )
+    aider = counted["aider-chat-history"]
+    assert by_format["aider"][0] == shared_counts.aider_sessions(DATA)
+    shell_runs = aider["shell_commands_run"]
+    assert by_format["aider"][1] >= aider["edits_applied"] // 2 + shell_runs
+    assert set(by_format) == {
+        "claude-code", "codex", "openai-chat", "tau2", "swe-agent", "openhands", "aider"
+    }  # fmt: skip
     assert table_counts(svc) == (report.new, report.events)
     assert_whole(svc)
 

@@ -41,7 +41,12 @@ __all__ = [
 #: How much of a file detection looks at.
 SAMPLE_BYTES: Final = 1 << 20
 #: File name endings a directory walk picks up; other files are reported as skipped.
-TRANSCRIPT_SUFFIXES: Final = (".jsonl", ".ndjson", ".json")
+TRANSCRIPT_SUFFIXES: Final = (".jsonl", ".ndjson", ".json", ".traj")
+#: Markdown files a directory walk picks up only when their head carries a text transcript
+#: format's marker (Aider's session header or its published-transcript block); README-like
+#: files beside transcripts are passed over as before.
+TEXT_SUFFIXES: Final = (".md",)
+_TEXT_MARKERS: Final = (b"\n# aider chat started at ", b'\n<div class="chat-transcript"')
 _CHUNK: Final = 1 << 16
 _WS: Final = " \t\r\n\ufeff"
 
@@ -139,7 +144,7 @@ def sources_from_paths(
         path = Path(given)
         if path.is_dir():
             for found in sorted(p for p in path.rglob("*") if p.is_file()):
-                if found.name.endswith(TRANSCRIPT_SUFFIXES):
+                if found.name.endswith(TRANSCRIPT_SUFFIXES) or _text_transcript(found):
                     sources.append(Source.from_path(found))
                 else:
                     problems.append(Problem(str(found), None, _not_transcript_file(found.name)))
@@ -148,6 +153,14 @@ def sources_from_paths(
         else:
             problems.append(Problem(given, None, "no such file or directory"))
     return sources, problems
+
+
+def _text_transcript(path: Path) -> bool:
+    if not path.name.endswith(TEXT_SUFFIXES):
+        return False
+    with path.open("rb") as handle:
+        head = handle.read(1 << 16)
+    return any(marker in b"\n" + head for marker in _TEXT_MARKERS)
 
 
 def _not_transcript_file(name: str) -> str:

@@ -109,6 +109,10 @@ BUILTIN_IMPORTERS = (
     "memdir.transcripts.openai_chat:OpenAIChatImporter",
     "memdir.transcripts.responses:ResponsesImporter",
     "memdir.transcripts.otel:OTelImporter",
+    "memdir.transcripts.tau2:Tau2Importer",
+    "memdir.transcripts.swe_agent:SweAgentImporter",
+    "memdir.transcripts.openhands:OpenHandsImporter",
+    "memdir.transcripts.aider:AiderImporter",
 )
 _loaded = False
 
