@@ -201,6 +201,7 @@ class Cluster:
         self.startup_seconds: float | None = None
         self._uid: int | None = None
         self._gid: int | None = None
+        self._options: str | None = None
         if os.geteuid() == 0:
             try:
                 entry = pwd.getpwnam(_UNPRIVILEGED_USER)
@@ -304,6 +305,47 @@ class Cluster:
             shutil.rmtree(base, ignore_errors=True)
             self.base_dir = None
             self.port = None
+
+    # -- faults ---------------------------------------------------------------------
+
+    def stop_server(self, mode: str = "fast") -> None:
+        """Stop the running server (``pg_ctl stop -m MODE``: smart, fast or immediate) and keep
+        the data directory; :meth:`start_server` brings it back on the same port."""
+        self._run(
+            [
+                self._prog("pg_ctl"),
+                "stop",
+                "-D",
+                str(self.data_dir),
+                "-m",
+                mode,
+                "-w",
+                "-t",
+                str(_START_TIMEOUT_S),
+            ]
+        )
+
+    def start_server(self) -> None:
+        """Start the server stopped by :meth:`stop_server`, with the same options and port
+        (after ``immediate``, PostgreSQL runs crash recovery first); waits until it accepts
+        connections."""
+        if self._options is None:
+            raise ClusterError("cluster is not started")
+        self._run(
+            [
+                self._prog("pg_ctl"),
+                "-D",
+                str(self.data_dir),
+                "-o",
+                self._options,
+                "-l",
+                str(self.logfile),
+                "-w",
+                "-t",
+                str(_START_TIMEOUT_S),
+                "start",
+            ]
+        )
 
     # -- steps ----------------------------------------------------------------------
 
@@ -417,6 +459,7 @@ class Cluster:
             )
             if result.returncode == 0:
                 self.port = port
+                self._options = options
                 return
             log = _log_tail(self.logfile)
             last_error = (

@@ -3,6 +3,10 @@
 Precedence: explicit arguments > ``MEMDIR_*`` environment variables > the config file >
 defaults. The config file is TOML, ``$MEMDIR_CONFIG`` or ``./.memdir/config.toml`` if it
 exists, with the same keys as :class:`Settings` (``db``, ``store``, ``max_file_bytes``).
+
+``sqlite_synchronous`` is folded into a SQLite ``db`` URL as its ``synchronous`` query option
+(the one place the storage layer reads it), so every entry point that opens ``Settings.db``
+— and ``memdir serve``'s workers, which get ``MEMDIR_DB`` — runs at the same durability level.
 """
 
 from __future__ import annotations
@@ -27,6 +31,7 @@ ENV_VARS = {
     "MEMDIR_MAX_FILE_BYTES": "max_file_bytes",
     "MEMDIR_TOKEN": "token",
     "MEMDIR_POOL_SIZE": "pool_size",
+    "MEMDIR_SQLITE_SYNCHRONOUS": "sqlite_synchronous",
 }
 
 
@@ -39,6 +44,9 @@ class Settings:
     ``max_file_bytes``: the largest content accepted, in UTF-8 bytes.
     ``token``: a bearer token identifying the principal that acts (never logged).
     ``pool_size``: database connections kept per process (PostgreSQL; SQLite needs few).
+    ``sqlite_synchronous``: ``normal`` or ``full`` for a SQLite database (None: the URL's
+    ``synchronous`` query option, else ``normal``); ignored for PostgreSQL, whose durability
+    is the server's ``synchronous_commit``.
     """
 
     db: str = DEFAULT_DB
@@ -46,12 +54,14 @@ class Settings:
     max_file_bytes: int = DEFAULT_MAX_BYTES
     token: str | None = None
     pool_size: int = 5
+    sqlite_synchronous: str | None = None
 
     def __repr__(self) -> str:  # keep the token out of logs and tracebacks
         token = "***" if self.token else None
         return (
             f"Settings(db={self.db!r}, store={self.store!r}, "
-            f"max_file_bytes={self.max_file_bytes}, token={token}, pool_size={self.pool_size})"
+            f"max_file_bytes={self.max_file_bytes}, token={token}, pool_size={self.pool_size}, "
+            f"sqlite_synchronous={self.sqlite_synchronous!r})"
         )
 
     @classmethod
@@ -70,7 +80,32 @@ class Settings:
         from_env = {key: env[var] for var, key in ENV_VARS.items() if env.get(var)}
         settings = replace(settings, **_coerce(from_env, "the environment"))
         given = {k: v for k, v in (overrides or {}).items() if v is not None}
-        return replace(settings, **_coerce(given, "the arguments"))
+        return _fold_synchronous(replace(settings, **_coerce(given, "the arguments")))
+
+
+def _fold_synchronous(settings: Settings) -> Settings:
+    """Put ``sqlite_synchronous`` into a SQLite URL's query; a URL saying otherwise is refused."""
+    mode = settings.sqlite_synchronous
+    if mode is None or not settings.db.startswith("sqlite"):
+        return settings
+    import sqlalchemy as sa
+
+    try:
+        url = sa.make_url(settings.db)
+    except sa.exc.ArgumentError:
+        return settings  # opening the database reports the malformed URL
+    given = url.query.get("synchronous")
+    if given is None:
+        url = url.update_query_dict({"synchronous": mode})
+        return replace(settings, db=url.render_as_string(hide_password=False))
+    if not isinstance(given, str) or given.lower() != mode:
+        raise InvalidInput(
+            f"the database URL says synchronous={given!r} but sqlite_synchronous is {mode!r}; "
+            "set one of them",
+            synchronous=str(given),
+            sqlite_synchronous=mode,
+        )
+    return settings
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -99,5 +134,14 @@ def _coerce(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                 ) from None
             if value < 1:
                 raise InvalidInput(f"{key} in {source} must be positive")
+        if key == "sqlite_synchronous":
+            from memdir.storage.sqlite import SYNCHRONOUS
+
+            value = str(value).strip().lower()
+            if value not in SYNCHRONOUS:
+                raise InvalidInput(
+                    f"sqlite_synchronous in {source} must be one of {', '.join(SYNCHRONOUS)}, "
+                    f"received {values[key]!r}"
+                )
         out[key] = value
     return out

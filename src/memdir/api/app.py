@@ -6,7 +6,9 @@ built from them and kept in ``app.state.memdir``. Routes are thin: parse, call t
 format. What is served:
 
 - ``/v1/...`` — the REST API (bearer token on every route; see ``docs/rest.md``);
-- ``/healthz`` — liveness and database reachability, no token;
+- ``/healthz`` — liveness: the process answers HTTP (no database round trip), no token;
+- ``/readyz`` — readiness: the database answers within :data:`READY_TIMEOUT_S` with the schema
+  this memdir needs (503 with the reason otherwise), no token;
 - ``/metrics`` — Prometheus text, for a token of a member of the ``admins`` group;
 - ``/openapi.json`` and ``/docs`` — the schema and its browsable form;
 - ``/mcp`` — the MCP streamable-HTTP app, mounted by the composition that serves both (see
@@ -19,9 +21,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
 
+import anyio
+import anyio.to_thread
 from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
-from starlette.concurrency import run_in_threadpool
 
 import memdir
 from memdir.api.deps import AppState, Ctx, methods_by_route
@@ -41,11 +44,15 @@ from memdir.api.routes import (
 )
 from memdir.api.settings import ApiSettings
 from memdir.api.tokens import TokenCache
-from memdir.core.errors import Forbidden, MemdirError
+from memdir.core.errors import BackendError, Forbidden, MemdirError
 from memdir.service import MemoryService
 from memdir.settings import Settings
+from memdir.storage.schema import HEAD_REVISION
 
-__all__ = ["app_from_env", "create_app"]
+__all__ = ["READY_TIMEOUT_S", "app_from_env", "create_app"]
+
+#: Seconds ``/readyz`` waits for the database before answering 503 (a probe never hangs).
+READY_TIMEOUT_S = 3.0
 
 DESCRIPTION = """\
 Versioned, permissioned memory for fleets of AI agents. Every `/v1` route needs
@@ -101,6 +108,7 @@ def create_app(
     for router in routers:
         app.router.routes.extend(router.routes)
     app.add_api_route("/healthz", _healthz, include_in_schema=False)
+    app.add_api_route("/readyz", _readyz, include_in_schema=False)
     app.add_api_route("/metrics", _metrics, include_in_schema=False)
 
     # --- MCP -------------------------------------------------------------------------------
@@ -127,14 +135,34 @@ async def _constant() -> Response:
     return Response(b'{"ok":true}', media_type="application/json")
 
 
-async def _healthz(request: Request) -> JSONResponse:
-    """Alive, and the database answers (503 otherwise). No token needed."""
-    state: AppState = request.app.state.memdir
-    try:
-        schema = await run_in_threadpool(state.service.db.schema_revision)
-    except MemdirError as error:
-        return JSONResponse({"status": "unavailable", "error": error.to_dict()}, 503)
-    return JSONResponse({"status": "ok", "version": memdir.__version__, "schema": schema})
+async def _healthz() -> JSONResponse:
+    """Liveness: the process serves HTTP. No database round trip (that is ``/readyz``), so a
+    database outage never makes an orchestrator restart servers that recover on their own."""
+    return JSONResponse({"status": "ok", "version": memdir.__version__})
+
+
+async def _readyz(request: Request) -> JSONResponse:
+    """Readiness: the database answers, with the schema this memdir needs; 503 with the reason
+    otherwise, within :data:`READY_TIMEOUT_S` even when the database does not answer at all (the
+    check's thread is abandoned, bounded by the driver's connect timeout). No token needed."""
+    db = request.app.state.memdir.service.db
+    error: MemdirError | None = None
+    with anyio.move_on_after(READY_TIMEOUT_S):
+        try:
+            await anyio.to_thread.run_sync(db.check_schema, abandon_on_cancel=True)
+        except MemdirError as failed:
+            error = failed
+        else:
+            ready = {"status": "ready", "version": memdir.__version__, "schema": HEAD_REVISION}
+            return JSONResponse(ready)
+    if error is None:
+        error = BackendError(
+            f"the database {db.display_url} did not answer within {READY_TIMEOUT_S:g} s; check "
+            "that it is reachable",
+            url=db.display_url,
+        )
+    body = {"status": "unavailable", "error": error.to_dict()}
+    return JSONResponse(body, 503, headers={"Retry-After": "1"})
 
 
 async def _metrics(ctx: Ctx, request: Request) -> Response:

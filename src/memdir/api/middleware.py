@@ -19,7 +19,7 @@ from memdir.core import errors
 __all__ = ["ObserveMiddleware"]
 
 #: Paths that are never rate limited: probes and scrapes must work under load.
-_UNLIMITED = ("/healthz", "/metrics")
+_UNLIMITED = ("/healthz", "/readyz", "/metrics")
 _PROPOSE_ROUTE = "/v1/stores/{store}/proposals"
 
 

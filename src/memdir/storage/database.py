@@ -59,7 +59,7 @@ class Dialect(Protocol):
     name: str
 
     def engine_kwargs(self, url: sa.URL) -> dict[str, Any]: ...
-    def prepare_url(self, url: sa.URL, *, create: bool) -> None: ...
+    def prepare_url(self, url: sa.URL, *, create: bool) -> sa.URL: ...
     def database_exists(self, url: sa.URL) -> bool: ...
     def configure(self, engine: Engine) -> None: ...
     def index_file(
@@ -123,17 +123,17 @@ class Database:
     def __init__(self, url: str, *, create: bool = False, pool_size: int = 5) -> None:
         self.url = normalize_url(url)
         self.dialect = _dialect_for(self.url)
-        self.dialect.prepare_url(self.url, create=create)
-        if not create and not self.dialect.database_exists(self.url):
+        engine_url = self.dialect.prepare_url(self.url, create=create)  # memdir's options out
+        if not create and not self.dialect.database_exists(engine_url):
             raise BackendError(
                 f"no memdir database at {self.url.render_as_string(hide_password=True)}; "
                 "run `memdir init` to create one, or pass --db / MEMDIR_DB",
                 url=self.url.render_as_string(hide_password=True),
             )
-        kwargs = self.dialect.engine_kwargs(self.url)
+        kwargs = self.dialect.engine_kwargs(engine_url)
         if self.url.get_backend_name() == "postgresql":
             kwargs.setdefault("pool_size", pool_size)
-        self.engine = sa.create_engine(self.url, **kwargs)
+        self.engine = sa.create_engine(engine_url, **kwargs)
         self._local = threading.local()
         self._lock = threading.Lock()
         self._raw_connections: list[Any] = []
@@ -253,17 +253,26 @@ class Database:
     def _read_current(
         self, store: str, path: str, policy_path: str | None
     ) -> tuple[Any, ...] | None:
-        connection = getattr(self._local, "connection", None)
-        if connection is None:
-            fairy = self.engine.raw_connection()
-            connection = fairy.driver_connection
-            fairy.detach()  # ours for this thread's life; closed by close()
-            if self.url.get_backend_name() == "postgresql":
-                connection.autocommit = True  # type: ignore[union-attr]
-            self._local.connection = connection
-            with self._lock:
-                self._raw_connections.append(connection)
-        cursor = connection.cursor()  # type: ignore[union-attr]
+        """Run the statement; a dead connection is discarded and the statement run once more.
+
+        A database restart (or a dropped link) kills this thread's connection while the pool
+        never sees it (``pool_pre_ping`` checks pool checkouts only). The statement only reads,
+        so running it again on a fresh connection is safe; a second failure propagates (and is
+        a 503 the client may retry). Any other error propagates at once.
+        """
+        connection = self._thread_connection()
+        try:
+            return self._select_current(connection, store, path, policy_path)
+        except Exception as exc:
+            if not self._is_dead(exc, connection):
+                raise
+            self._discard(connection)
+        return self._select_current(self._thread_connection(), store, path, policy_path)
+
+    def _select_current(
+        self, connection: Any, store: str, path: str, policy_path: str | None
+    ) -> tuple[Any, ...] | None:
+        cursor = connection.cursor()
         try:
             if policy_path is None:
                 cursor.execute(self.dialect.sql(_READ_CURRENT_NO_POLICY), (path, store))
@@ -271,8 +280,40 @@ class Database:
                 cursor.execute(self.dialect.sql(_READ_CURRENT), (path, policy_path, store))
             row = cursor.fetchone()
         finally:
-            cursor.close()
+            with suppress(Exception):  # a cursor of a dead connection may not close cleanly
+                cursor.close()
         return None if row is None else tuple(row)
+
+    def _thread_connection(self) -> Any:
+        """This thread's autocommit driver connection, detached from the pool (opened once)."""
+        connection = getattr(self._local, "connection", None)
+        if connection is None:
+            fairy = self.engine.raw_connection()
+            connection = fairy.driver_connection
+            fairy.detach()  # ours for this thread's life; closed by close() or _discard()
+            if self.url.get_backend_name() == "postgresql":
+                connection.autocommit = True  # type: ignore[union-attr]
+            self._local.connection = connection
+            with self._lock:
+                self._raw_connections.append(connection)
+        return connection
+
+    def _is_dead(self, exc: Exception, connection: Any) -> bool:
+        """Whether ``exc`` (a driver error) means ``connection`` can no longer be used."""
+        dbapi = self.engine.dialect.dbapi
+        if dbapi is None or not isinstance(exc, dbapi.Error):
+            return False
+        return bool(self.engine.dialect.is_disconnect(exc, connection, None))
+
+    def _discard(self, connection: Any) -> None:
+        """Forget and close this thread's connection; the next use opens a fresh one."""
+        if getattr(self._local, "connection", None) is connection:
+            self._local.connection = None
+        with self._lock:
+            if connection in self._raw_connections:
+                self._raw_connections.remove(connection)
+        with suppress(Exception):  # closing a dead connection is best effort
+            connection.close()
 
     def backup(self, destination: Path) -> None:
         self.dialect.backup(self.engine, destination)

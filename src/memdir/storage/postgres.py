@@ -1,7 +1,10 @@
 """PostgreSQL specifics: connection pool, the ``tsvector`` index, upserts.
 
 - psycopg 3; the pool is sized by the caller (``pool_size``), connections are checked before
-  use (``pool_pre_ping``) so a restarted server costs one retry, not an error.
+  use (``pool_pre_ping``) so a restarted server costs one retry, not an error (the hot read
+  path's own per-thread connections recover the same way: see ``Database.read_current``).
+  Connecting gives up after :data:`CONNECT_TIMEOUT_S` seconds unless the URL's
+  ``connect_timeout`` says otherwise, so an unreachable server is an error, not a hang.
 - Committers to one store serialise on the store's counter row (``UPDATE ... RETURNING``),
   which keeps revisions gap-free across any number of servers; READ COMMITTED then gives each
   later statement of the transaction the latest committed heads, so compare-and-swap is exact.
@@ -23,7 +26,10 @@ from memdir.core.errors import InvalidInput
 from memdir.search.query import Query
 from memdir.search.tsquery import compile_tsquery
 
-__all__ = ["PostgresDialect"]
+__all__ = ["CONNECT_TIMEOUT_S", "PostgresDialect"]
+
+#: Seconds a connection attempt may take (libpq ``connect_timeout``) when the URL sets none.
+CONNECT_TIMEOUT_S = 5
 
 
 class PostgresDialect:
@@ -35,10 +41,13 @@ class PostgresDialect:
         self._sql_cache: dict[str, str] = {}
 
     def engine_kwargs(self, url: sa.URL) -> dict[str, Any]:
-        return {"pool_pre_ping": True, "max_overflow": 10}
+        kwargs: dict[str, Any] = {"pool_pre_ping": True, "max_overflow": 10}
+        if "connect_timeout" not in url.query:  # connect_args would override the URL's
+            kwargs["connect_args"] = {"connect_timeout": CONNECT_TIMEOUT_S}
+        return kwargs
 
-    def prepare_url(self, url: sa.URL, *, create: bool) -> None:
-        return None
+    def prepare_url(self, url: sa.URL, *, create: bool) -> sa.URL:
+        return url
 
     def database_exists(self, url: sa.URL) -> bool:
         return True  # connecting tells; errors surface as BackendError
