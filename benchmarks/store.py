@@ -4,6 +4,7 @@ Usage::
 
     python benchmarks/store.py [--files 10000 100000] [--versions N] [--db URL] [--raw-db URL]
                                [--ops N] [--queries N] [--seed S] [--json OUT]
+    python benchmarks/store.py --synchronous-cost [--synchronous-dir DIR] [--ops N]
 
 For each file count it loads a deterministic pseudo-English corpus (100-400 words per file,
 Zipf-distributed vocabulary, paths ``/projects/pN/<topic>/fileM.md``) into a memdir store and,
@@ -29,6 +30,12 @@ The raw baselines do the same work with the least machinery:
   index, and the same ``phraseto_tsquery`` / ``ts_rank`` / ``ts_headline`` query.
 
 Targets (from the issue): read and CAS overwrite p95 within 3x of raw; search p95 within 2x.
+
+``--synchronous-cost`` measures the price of SQLite's durability levels instead: two memdir
+stores in ``--synchronous-dir`` (default: a temporary directory — put it on the disk memdir
+will use, since the cost is that disk's fsync), one opened with ``?synchronous=normal`` and one
+with ``?synchronous=full``, the same creates and CAS overwrites interleaved on both; it prints
+create and CAS overwrite p50/p95 per level and FULL's cost over NORMAL.
 """
 
 from __future__ import annotations
@@ -48,7 +55,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from itertools import accumulate
 from pathlib import Path
 from typing import Any, Protocol
@@ -1374,6 +1381,46 @@ def check_loader(url: str | None, corpus: Corpus) -> int:
     return 1 if problems else 0
 
 
+def synchronous_cost(args: argparse.Namespace, corpus: Corpus) -> dict[str, Any]:
+    """``--synchronous-cost``: create and CAS overwrite latency, synchronous NORMAL vs FULL."""
+    parent = Path(args.synchronous_dir) if args.synchronous_dir else None
+    with tempfile.TemporaryDirectory(prefix="memdir-sync-", dir=parent) as tmp:
+        sides = {}
+        for level in ("normal", "full"):
+            svc = memdir.open(f"sqlite:///{tmp}/{level}.db?synchronous={level}", create=True)
+            svc.create_store(OWNER, "default")
+            sides[level] = MemdirBackend(svc, "default")
+        n_files = 200
+        paths = [file_path(i, n_files) for i in range(n_files)]
+        docs = [Doc(p, corpus.content(i)) for i, p in enumerate(paths)]
+        normal, full = sides["normal"], sides["full"]
+        create_n, create_f = run_interleaved(normal.create, full.create, docs, chunk=20)
+        rng = random.Random(f"sync:{args.seed}")
+        revs = dict.fromkeys(paths, 0)
+        items = []
+        for _ in range(args.ops):
+            path = rng.choice(paths)
+            revs[path] += 1
+            text = docs[paths.index(path)].content
+            items.append(CasItem(path, text.replace(MARKER.format(0), MARKER.format(revs[path]))))
+        cas_n, cas_f = run_interleaved(normal.cas_write, full.cas_write, items, warmup=20)
+        assert normal.out.sha == full.out.sha, "the two stores diverged"
+        for side in sides.values():
+            side.svc.db.close()
+    figures: dict[str, Any] = {"files": n_files, "ops": args.ops, "dir": parent and str(parent)}
+    rows = []
+    for name, lat_n, lat_f in (("create", create_n, create_f), ("CAS overwrite", cas_n, cas_f)):
+        a, b = Stats.of(lat_n), Stats.of(lat_f)
+        figures[name] = {"normal": asdict(a), "full": asdict(b)}
+        rows.append([name, fmt(a.p50_ms), fmt(a.p95_ms), fmt(b.p50_ms), fmt(b.p95_ms),
+                     f"{b.p50_ms / a.p50_ms:.2f}x", f"{b.p95_ms / a.p95_ms:.2f}x"])  # fmt: skip
+    headers = ["op (ms)", "NORMAL p50", "NORMAL p95", "FULL p50", "FULL p95", "p50", "p95"]
+    print(f"SQLite synchronous=NORMAL vs FULL in {parent or tempfile.gettempdir()} "
+          f"({n_files} files, {args.ops} CAS overwrites)")  # fmt: skip
+    print(format_table(headers, rows))
+    return figures
+
+
 def source_state() -> str:
     """The memdir commit measured (with ``+dirty`` when the work tree has local changes)."""
     try:
@@ -1461,6 +1508,17 @@ def main(argv: Sequence[str] | None = None) -> int:
         help="run nothing: print the tables of earlier --json outputs, and the runs side by side",
     )
     parser.add_argument(
+        "--synchronous-cost",
+        action="store_true",
+        help="run nothing else: create and CAS overwrite p50/p95 on SQLite with "
+        "synchronous=normal vs full (--ops overwrites), in --synchronous-dir",
+    )
+    parser.add_argument(
+        "--synchronous-dir",
+        metavar="DIR",
+        help="where --synchronous-cost puts its databases (default: a temporary directory)",
+    )
+    parser.add_argument(
         "--check-loader",
         action="store_true",
         help="run nothing else: load one small history (300 files, 1,200 versions) through "
@@ -1472,6 +1530,11 @@ def main(argv: Sequence[str] | None = None) -> int:
         return print_saved(args.from_json)
     if args.check_loader:
         return check_loader(args.db, Corpus(args.seed))
+    if args.synchronous_cost:
+        figures = synchronous_cost(args, Corpus(args.seed))
+        if args.json:
+            write_json(args.json, {"seed": args.seed, "synchronous": figures})
+        return 0
 
     source = source_state()  # before memdir's modules run: the work tree may change meanwhile
     corpus = Corpus(args.seed)
