@@ -25,8 +25,10 @@ database it registers `user:admin` in group `admins` and prints its token once o
 ## Conventions
 
 - **Authentication.** Every `/v1` route needs `Authorization: Bearer <token>`; without a valid
-  token the answer is 401 with `WWW-Authenticate: Bearer`. `/healthz` needs no token;
-  `/metrics` (Prometheus text) needs a token of a member of the `admins` group.
+  token the answer is 401 with `WWW-Authenticate: Bearer`. `/healthz` (liveness: the process
+  answers) and `/readyz` (readiness: the database answers; 503 with the reason otherwise) need
+  no token (see docs/configuration.md); `/metrics` (Prometheus text) needs a token of a member
+  of the `admins` group.
 - **Errors.** Every error, whatever its origin, is one JSON envelope
   `{"error": {"type": "...", "message": "...", ...details}}`; match on `type`. Statuses:
 

@@ -1,4 +1,4 @@
-"""``memdir serve``: run the HTTP server (REST under /v1, /healthz, /metrics) with uvicorn.
+"""``memdir serve``: run the HTTP server (REST under /v1, /healthz, /readyz, /metrics) with uvicorn.
 
 Before serving, the database is created and migrated if missing, the store is created, and on
 the first start of a database that has no member of the ``admins`` group, the principal
@@ -73,7 +73,7 @@ def _export(settings: Settings) -> None:
 @click.option("--workers", type=int, default=1, show_default=True, help="Server processes.")
 @click.option("--access-log", is_flag=True, help="Log every request (off: faster).")
 def serve(app: App, host: str, port: int, workers: int, access_log: bool) -> None:
-    """Serve memdir over HTTP: REST under /v1 (bearer tokens), /healthz, /metrics.
+    """Serve memdir over HTTP: REST under /v1 (bearer tokens), /healthz, /readyz, /metrics.
 
     Creates and migrates the database and the store when missing. On the first start of a
     database without admins it registers user:admin in group admins and prints its token
