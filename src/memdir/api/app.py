@@ -17,6 +17,7 @@ format. What is served:
 
 from __future__ import annotations
 
+import logging
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Any
@@ -44,7 +45,7 @@ from memdir.api.routes import (
 )
 from memdir.api.settings import ApiSettings
 from memdir.api.tokens import TokenCache
-from memdir.core.errors import BackendError, Forbidden, MemdirError
+from memdir.core.errors import Forbidden, MemdirError
 from memdir.service import MemoryService
 from memdir.settings import Settings
 from memdir.storage.schema import HEAD_REVISION
@@ -155,14 +156,23 @@ async def _readyz(request: Request) -> JSONResponse:
         else:
             ready = {"status": "ready", "version": memdir.__version__, "schema": HEAD_REVISION}
             return JSONResponse(ready)
+    # The caller is not authenticated: it learns what kind of outage this is, never the
+    # database's address or the driver's words, which go to the server's log instead.
     if error is None:
-        error = BackendError(
-            f"the database {db.display_url} did not answer within {READY_TIMEOUT_S:g} s; check "
-            "that it is reachable",
-            url=db.display_url,
+        message = f"the database did not answer within {READY_TIMEOUT_S:g} s"
+        _log.warning("not ready: %s (%s)", message, db.display_url)
+    else:
+        _log.warning("not ready: %s", error)
+        message = (
+            "the database schema is behind this memdir; run `memdir migrate`"
+            if "required" in error.to_dict()
+            else "the database cannot be reached; the server's log says why"
         )
-    body = {"status": "unavailable", "error": error.to_dict()}
+    body = {"status": "unavailable", "error": {"type": "backend_error", "message": message}}
     return JSONResponse(body, 503, headers={"Retry-After": "1"})
+
+
+_log = logging.getLogger("memdir.api")
 
 
 async def _metrics(ctx: Ctx, request: Request) -> Response:
