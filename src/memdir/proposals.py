@@ -276,6 +276,13 @@ def _check_revision(row: Row, revision: str | None) -> None:
     if revision is None:
         return
     now = revision_of(row.operations, row.findings)
+    if not revision:
+        raise Conflict(
+            f"the accept of proposal {row.id} names no revision; show the proposal again and "
+            f"accept the revision it shows ({now})",
+            proposal=row.id,
+            revision=now,
+        )
     if revision != now:
         raise Conflict(
             f"proposal {row.id} changed since you saw it: you reviewed revision {revision[:40]}, "

@@ -583,11 +583,19 @@ class _BaseClient:
         return self._request("POST", url, json=body, headers=_fresh_key())
 
     def _accept_proposal(
-        self, proposal: str, *, comment: str | None = None, store: str | None = None
+        self,
+        proposal: str,
+        *,
+        comment: str | None = None,
+        revision: str | None = None,
+        store: str | None = None,
     ) -> Plan[CommitResult]:
         """Apply an open proposal as a commit (Conflict, and ``conflicted``, if it no longer
-        applies)."""
-        request = self._review(proposal, "accept", {"comment": comment}, store)
+        applies). ``revision`` (a :class:`Proposal`'s ``revision``): accept only that one —
+        Conflict if the proposal changed since."""
+        body = {"comment": comment} if revision is None else {"comment": comment,
+                                                               "revision": revision}  # fmt: skip
+        request = self._review(proposal, "accept", body, store)
         return single(Call(request, _commit))
 
     def _reject_proposal(
