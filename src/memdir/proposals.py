@@ -42,7 +42,7 @@ import sqlalchemy as sa
 from memdir.access import Access
 from memdir.base import ServiceBase
 from memdir.core.edits import apply_insert, apply_str_replace
-from memdir.core.errors import Conflict, EditConflict, InvalidInput, NotFound
+from memdir.core.errors import Conflict, EditConflict, InvalidInput, NotFound, RevisionChanged
 from memdir.core.model import (
     CommitResult,
     Delete,
@@ -277,14 +277,14 @@ def _check_revision(row: Row, revision: str | None) -> None:
         return
     now = revision_of(row.operations, row.findings)
     if not revision:
-        raise Conflict(
+        raise RevisionChanged(
             f"the accept of proposal {row.id} names no revision; show the proposal again and "
             f"accept the revision it shows ({now})",
             proposal=row.id,
             revision=now,
         )
     if revision != now:
-        raise Conflict(
+        raise RevisionChanged(
             f"proposal {row.id} changed since you saw it: you reviewed revision {revision[:40]}, "
             f"it is now revision {now} (rebased or screened again) — show it again and review "
             "the current revision",
