@@ -285,15 +285,17 @@ def test_agent_evidence_is_verified_and_takes_the_transcripts_scopes(world: Worl
     flags = [e["verified"] for e in p.evidence]
     assert flags == [True, False, False, False, False], p.evidence
     assert p.evidence[0]["scopes"] == {"project": "alpha"}  # the transcript's, not the caller's
-    assert "scopes" not in p.evidence[3] and "scopes" not in p.evidence[4]
-    assert p.evidence[3]["unverified"] == p.evidence[4]["unverified"].replace(
-        "t_nonexistent", beta
-    )  # a transcript the proposer may not read is one that does not exist
+    # A transcript the proposer may not read is one that does not exist: the claim is kept,
+    # unverified, for administrators only (the scopes of an unlabelled transcript).
+    full = svc.get_proposal(OWNER, STORE, p.id).evidence
+    assert full[3]["scopes"] == full[4]["scopes"] == {}
+    assert full[3]["unverified"] == full[4]["unverified"].replace("t_nonexistent", beta)
+    assert [bool(e.get("hidden")) for e in p.evidence] == [False, False, False, True, True]
     # A reader of /org/ who may not read the alpha transcript sees no excerpt from it.
     seen = svc.get_proposal(world.who("user:newbie"), STORE, p.id)
-    assert "ZX41" not in json.dumps(seen.evidence)
-    assert [bool(e.get("hidden")) for e in seen.evidence] == [True, True, True, False, False]
-    assert all(e["verified"] is False for e in seen.evidence[3:])
+    assert "ZX41" not in json.dumps(seen.evidence) and "QV77" not in json.dumps(seen.evidence)
+    assert all(e.get("hidden") for e in seen.evidence)
+    assert [e["verified"] for e in seen.evidence] == [True, False, False, False, False]
 
     # REST: the same checks; agent-chosen scopes never decide visibility.
     body = {"operations": [{"op": "write", "path": "/org/idea2.md", "content": "i\n",

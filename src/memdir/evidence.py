@@ -6,7 +6,8 @@ An agent's proposal may carry evidence: items naming a ``transcript_id``, an eve
 
 - the ``scopes`` (which decide who sees the excerpt, see ``proposals._visible_evidence``) are
   always the named transcript's *stored* scope labels, never the proposer's — and an item
-  whose transcript does not exist, or that the proposer may not read, gets none;
+  whose transcript does not exist, or that the proposer may not read, gets ``{}`` (the
+  scopes of an unlabelled transcript: administrators only, the proposer included or not);
 - ``verified`` is set here: ``true`` only when the transcript exists and the proposer may read
   it, the event range lies inside it, and every part of the excerpt (parts split at ``…`` or
   ``...``, whitespace collapsed) occurs, in order, in the text of those events; otherwise
@@ -84,7 +85,8 @@ def _check(repo: Repository, store_id: int, access: Access, item: dict[str, Any]
     row = TranscriptRows(repo).by_id(store_id, tid)
     scopes = info_from_row(row).scopes() if row is not None else None
     if row is None or scopes is None or not transcript_allowed(access, scopes, "read"):
-        item.update(verified=False, unverified=f"transcript {tid[:80]} does not exist")
+        # Unknown provenance: shown, like an unlabelled transcript, to administrators only.
+        item.update(scopes={}, verified=False, unverified=f"transcript {tid[:80]} does not exist")
         return
     item["scopes"] = scopes
     events = int(row.events or 0)

@@ -127,6 +127,7 @@ def _visible_evidence(evidence: Any, access: Access | None) -> Any:
                     "first_event": item.get("first_event"),
                     "last_event": item.get("last_event"),
                     "reason": "from a transcript you may not read",
+                    **({"verified": item["verified"]} if "verified" in item else {}),
                 }
         out.append(item)
     return out
