@@ -40,7 +40,7 @@ from memdir.transcripts.model import TranscriptInfo
 
 __all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of", "lossy_epsilon"]
 
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2  # 2: patterns keep their source classes (placement)
 
 
 @dataclass(frozen=True)

@@ -108,10 +108,30 @@ class _Acc:
     variant_meta: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     links: dict[str, int] = field(default_factory=dict)
     delta: int = 0
-    #: Per source class, the same counters and samples (no links); empty in a part itself.
+    #: Per source class, the same counters and samples (no links) — kept only once a second
+    #: class is seen: until then ``sole`` names the one class and the pattern is its part.
     parts: dict[str, _Acc] = field(default_factory=dict)
+    sole: str | None = None
     #: The reducer's session sequence number when this last counted a signal.
     seq: int = 0
+
+    def clone(self) -> _Acc:
+        """A copy of the counters and samples (no parts, no links)."""
+        copy = _Acc.from_json(self.to_json())
+        copy.parts, copy.sole, copy.links = {}, None, {}
+        return copy
+
+    def split(self) -> None:
+        """Materialise the parts of a pattern seen in one class so far."""
+        if not self.parts and self.sole is not None:
+            self.parts = {self.sole: self.clone()}
+            self.sole = None
+
+    def classes(self) -> dict[str, _Acc]:
+        """Each source class with its counters (the pattern itself while it has one)."""
+        if self.parts:
+            return self.parts
+        return {self.sole: self} if self.sole is not None else {}
 
     def count(self, info: TranscriptInfo, group: list[Signal], limit: int, seq: int) -> None:
         """Count one session's signals of this pattern (not its links)."""
@@ -178,12 +198,17 @@ class _Acc:
         self.seen(other.last_seen)
         for excerpt in other.examples:
             self.offer(excerpt, limit)
-        for cls, part in other.parts.items():
-            mine_part = self.parts.get(cls)
-            if mine_part is None:
-                self.parts[cls] = part
-            else:
-                mine_part.absorb(part, limit)
+        if not self.parts and not other.parts and self.sole == other.sole:
+            pass  # one class on both sides: this pattern stays its own part
+        else:
+            self.split()
+            other.split()
+            for cls, part in other.parts.items():
+                mine_part = self.parts.get(cls)
+                if mine_part is None:
+                    self.parts[cls] = part
+                else:
+                    mine_part.absorb(part, limit)
         self.seq = max(self.seq, other.seq)
 
     def pattern(self, selected: int) -> Pattern:
@@ -207,7 +232,7 @@ class _Acc:
             examples=list(self.examples),
             variants=dict(sorted(self.variants.items(), key=lambda kv: (-kv[1], kv[0]))),
             links=dict(sorted(self.links.items())),
-            sources={cls: part.sessions for cls, part in sorted(self.parts.items())},
+            sources={cls: part.sessions for cls, part in sorted(self.classes().items())},
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -229,6 +254,7 @@ class _Acc:
             "links": self.links,
             "delta": self.delta,
             "seq": self.seq,
+            "sole": self.sole,
             "parts": {cls: part.to_json() for cls, part in sorted(self.parts.items())},
         }
 
@@ -262,6 +288,7 @@ class _Acc:
             delta=int(data.get("delta", 0)),
             parts={cls: _Acc.from_json(part) for cls, part in data.get("parts", {}).items()},
             seq=int(data.get("seq", 0)),
+            sole=data.get("sole"),
         )
 
 
@@ -304,11 +331,17 @@ class Reducer:
             if acc is None:
                 acc = self._acc[ident] = _Acc(ident[0], ident[1], group[0].title, group[0].subject)
                 acc.delta = self._bucket() - 1 if self.width else 0
+            if acc.sessions == 0 and not acc.parts:
+                acc.sole = cls
+            elif acc.sole != cls:
+                acc.split()
             acc.count(info, group, self.max_examples, self._seq)
-            part = acc.parts.get(cls)
-            if part is None:
-                part = acc.parts[cls] = _Acc(ident[0], ident[1], group[0].title, group[0].subject)
-            part.count(info, group, self.max_examples, self._seq)
+            if acc.parts:
+                part = acc.parts.get(cls)
+                if part is None:
+                    part = acc.parts[cls] = _Acc(ident[0], ident[1], group[0].title,
+                                                 group[0].subject)  # fmt: skip
+                part.count(info, group, self.max_examples, self._seq)
             for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
                 acc.links[target] = acc.links.get(target, 0) + 1
             _prune(acc.links, MAX_VARIANTS)
@@ -358,13 +391,17 @@ class Reducer:
         """
         miner, _, key = pattern_id.partition(":")
         acc = self._acc[(miner, key)]
-        parts = sorted((acc.parts[c] for c in set(classes) if c in acc.parts), key=lambda p: -p.seq)
+        present = acc.classes()
+        parts = sorted((present[c] for c in set(classes) if c in present), key=lambda p: -p.seq)
         if not parts:
             raise KeyError(f"pattern {pattern_id} has no sessions of those classes")
-        merged = _Acc.from_json(parts[0].to_json())
+        merged = parts[0].clone()
+        merged.sole = next(c for c, p in present.items() if p is parts[0])
         for part in parts[1:]:
-            merged.absorb(_Acc.from_json(part.to_json()), self.max_examples)
-        merged.parts = {c: acc.parts[c] for c in classes if c in acc.parts}
+            merged.split()
+            merged.absorb(part.clone(), self.max_examples)
+        if merged.parts:
+            merged.parts = {c: present[c] for c in classes if c in present}
         return merged.pattern(selected)
 
     def state(self) -> dict[str, Any]:
