@@ -430,7 +430,11 @@ def test_hostile_memory_and_proposals_render_inert(tab: Tab, site: Site) -> None
     assert page.inner_text("table.frontmatter td") == "<script>alert('frontmatter')</script>"
     page.goto(f"{site.url}/s/default/proposals/{pid}")
     assert "<script>alert('rationale')</script>" in page.inner_text("section pre.text")
+    # Evidence naming a transcript that does not exist is unverified, for admins only.
+    assert "hidden" in page.inner_text("ol.evidence")
+    page = open_as(tab, site, site.root, then=f"/s/default/proposals/{pid}")
     assert "<b onmouseover=x>e</b>" in page.inner_text("ol.evidence")
+    assert "unverified" in page.inner_text("ol.evidence")
     assert page.locator("ol.evidence a").count() == 0  # an unsafe id never becomes a link
     assert "<script>alert('s')</script>" in page.inner_text("section.stats")
     page.goto(f"{site.url}/s/default/transcripts/{site.transcripts['acme']}")
