@@ -387,7 +387,13 @@ def test_a_post_without_the_csrf_token_is_refused(tab: Tab, site: Site) -> None:
         assert refused.status == 403 and "CSRF" in refused.text()
     assert site.svc.get_proposal(OWNER, STORE, pid).status == "open"
     token = page.get_attribute("form[action$='/accept'] input[name=csrf]", "value")
-    done = tab.context.request.post(action, form={"csrf": token or ""}, max_redirects=0)
+    revision = page.get_attribute("form[action$='/accept'] input[name=revision]", "value")
+    assert revision == site.svc.get_proposal(OWNER, STORE, pid).revision
+    stale = tab.context.request.post(action, form={"csrf": token or "", "revision": "0" * 16},
+                                     max_redirects=0)  # fmt: skip
+    assert stale.status == 409 and "changed since you saw it" in stale.text()
+    done = tab.context.request.post(action, form={"csrf": token or "", "revision": revision or ""},
+                                    max_redirects=0)  # fmt: skip
     assert done.status == 303
     assert site.svc.get_proposal(OWNER, STORE, pid).status == "accepted"
     signout = tab.context.request.post(f"{site.url}/signout", form={}, max_redirects=0)
@@ -424,7 +430,11 @@ def test_hostile_memory_and_proposals_render_inert(tab: Tab, site: Site) -> None
     assert page.inner_text("table.frontmatter td") == "<script>alert('frontmatter')</script>"
     page.goto(f"{site.url}/s/default/proposals/{pid}")
     assert "<script>alert('rationale')</script>" in page.inner_text("section pre.text")
+    # Evidence naming a transcript that does not exist is unverified, for admins only.
+    assert "hidden" in page.inner_text("ol.evidence")
+    page = open_as(tab, site, site.root, then=f"/s/default/proposals/{pid}")
     assert "<b onmouseover=x>e</b>" in page.inner_text("ol.evidence")
+    assert "unverified" in page.inner_text("ol.evidence")
     assert page.locator("ol.evidence a").count() == 0  # an unsafe id never becomes a link
     assert "<script>alert('s')</script>" in page.inner_text("section.stats")
     page.goto(f"{site.url}/s/default/transcripts/{site.transcripts['acme']}")

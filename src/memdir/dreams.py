@@ -22,6 +22,14 @@ Invariants and reasons:
   (``session`` = run id, ``source_kind`` = ``dream``); :meth:`DreamsMixin.revert_dream_run`
   reverts those commits, newest first.
 
+- **Placed for its readers.** A proposal's text and statistics come only from transcripts that
+  every reader of its target paths may read (:mod:`memdir.dream.placement`). The readers are
+  the principals registered when the run drafts (the database owner reads everything), by the
+  store's policy without any token narrowing; a transcript "may be read" by the transcripts'
+  rule. A principal registered, or given a project, after the run is not considered — the
+  proposal's paths still decide who sees the proposal, and its evidence is shown only to
+  viewers who may read each transcript.
+
 Who may see a run: the principal that ran it, and administrators.
 """
 
@@ -37,11 +45,13 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
+from memdir.access import Access
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Principal, Provenance
 from memdir.dream.engine import Engine, EngineConfig, EngineResult
 from memdir.dream.model import Draft, MemoryFile, Session, Signal, Thresholds
+from memdir.dream.placement import Audience
 from memdir.dream.report import Outcome, build
 from memdir.dream.selection import Selection, load_events, select_page
 from memdir.history import HistoryMixin
@@ -49,7 +59,7 @@ from memdir.proposals import ProposalsMixin, operation_paths
 from memdir.rows import aware, utcnow
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
-from memdir.storage.schema import dream_runs, proposals
+from memdir.storage.schema import dream_runs, principals, proposals
 from memdir.transcripts.model import TranscriptInfo
 from memdir.transcripts.service import allowed as transcript_allowed
 from memdir.transcripts.store import info_from_row
@@ -330,7 +340,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         selected = self._count_selected(principal, row.store_id, config.selection)
         self._update_run(row.id, selected=selected)
         self._mine(principal, row, config, state, assistant, selected, memory, progress)
-        result = state.engine.finish()
+        result = state.engine.finish(self._audience(row.store_id))
         drafts = result.drafts
         if assistant is not None and drafts:  # screens every draft even when out of budget
             drafts = assistant.write(drafts, memory)
@@ -358,6 +368,38 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             processed=state.processed, checkpoint=None,
         )  # fmt: skip
         return self.get_dream_run(principal, store, row.id)
+
+    def _audience(self, store_id: int) -> Audience:
+        """``audience(paths, scopes)``: may every principal that reads one of ``paths`` read a
+        transcript with these scope labels? (Registered principals, by policy, untokened.)"""
+        with self.db.read() as repo:
+            policy = self._policies.get(repo, store_id)
+            people = [
+                Access(Principal(id=r.id, groups=frozenset(r.groups), projects=tuple(r.projects),
+                                 tasks=tuple(r.tasks), acts_for=r.acts_for), policy)
+                for r in repo.conn.execute(sa.select(principals).order_by(principals.c.id))
+            ]  # fmt: skip
+        readers: dict[str, list[Access]] = {}
+        decided: dict[tuple[tuple[str, ...], str], bool] = {}
+
+        def readers_of(path: str) -> list[Access]:
+            found = readers.get(path)
+            if found is None:
+                found = readers[path] = [a for a in people if a.can_read(path)]
+            return found
+
+        def audience(paths: tuple[str, ...], scopes: Any) -> bool:
+            key = (paths, json.dumps(dict(scopes), sort_keys=True))
+            verdict_ = decided.get(key)
+            if verdict_ is None:
+                verdict_ = decided[key] = all(
+                    transcript_allowed(reader, dict(scopes), "read")
+                    for path in paths
+                    for reader in readers_of(path)
+                )
+            return verdict_
+
+        return audience
 
     def _candidates(
         self, principal: Principal, store_id: int, selection: Selection, after: str | None
@@ -490,10 +532,10 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         """Queue each draft as a proposal (or record why not); one transaction per draft."""
         outcomes = [Outcome(p, None, reason) for p, reason in result.left_out]
         with self.db.read() as repo:
-            done = {
-                (p.statistics or {}).get("pattern"): p.id
+            done = {  # a pattern may be placed in several scopes: one proposal per placement
+                ((p.statistics or {}).get("pattern"), tuple(sorted(p.paths))): p.id
                 for p in repo.conn.execute(
-                    sa.select(proposals.c.id, proposals.c.statistics).where(
+                    sa.select(proposals.c.id, proposals.c.statistics, proposals.c.paths).where(
                         proposals.c.run_id == row.id
                     )
                 )
@@ -501,8 +543,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         for index, draft in enumerate(drafts):
             paths = tuple(sorted({p for op in draft.operations for p in operation_paths(op)}))
             pattern = draft.pattern
-            if pattern.id in done:
-                outcomes.append(_proposed(draft, done[pattern.id], paths))
+            if (pattern.id, paths) in done:
+                outcomes.append(_proposed(draft, done[(pattern.id, paths)], paths))
                 continue
             if config.dry_run:
                 outcomes.append(Outcome(pattern, None, None, paths, draft.rationale,
@@ -536,7 +578,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
                                               for f in draft.flags)]  # fmt: skip
             return self._insert_proposal(
                 repo, srow.id, principal, draft.operations, origin="dream",
-                rationale=draft.rationale, evidence=draft.evidence,
+                rationale=draft.rationale,
+                evidence=[{**e, "verified": True} for e in draft.evidence],  # from the run
                 statistics=draft.statistics(), findings=findings or None,
                 provenance=provenance, run_id=row.id,
             )  # fmt: skip

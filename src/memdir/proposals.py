@@ -9,13 +9,29 @@ Accepting applies the operations through the normal commit path (compare-and-swa
 provenance; the commit links back to the proposal). A path whose content moved on since the
 base is rebased when that is safe — a ``str_replace`` whose old text still occurs exactly once
 in the current content — and the rebase is recorded in the proposal's notes. Anything else
-makes the proposal ``conflicted``, with base, current and proposed text, until someone rebases
-it by hand.
+makes the proposal ``conflicted`` until someone rebases it by hand.
+
+Who sees a proposal: whoever may read every path it touches — by the viewer's rights now, so an
+author that lost a project no longer sees its proposals there (an author keeps seeing its own
+proposal on a path it may only propose to). Conflict notes store sha256 references only; the
+base, current and proposed text are rendered when the proposal is viewed, for a viewer that may
+read the path now, and left out for anyone else.
+
+Revisions and screening: ``revision`` is a digest of a proposal's operations and findings.
+Every rebase screens the operations again and records the new findings (so the revision
+changes); accepting screens them again too, and refuses (:class:`Conflict`) when screening now
+finds something the proposal did not show, after recording it. ``accept_proposal(...,
+revision=R)`` accepts only if the proposal is still at revision ``R`` — what the reviewer saw;
+the REST API, the web form and ``memdir proposals accept --revision`` send it. Without a
+revision (the CLI's plain ``accept``), the caller accepts the proposal as it stands when the
+accept runs.
 """
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
+import json
 import uuid
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
@@ -26,7 +42,7 @@ import sqlalchemy as sa
 from memdir.access import Access
 from memdir.base import ServiceBase
 from memdir.core.edits import apply_insert, apply_str_replace
-from memdir.core.errors import Conflict, EditConflict, InvalidInput, NotFound
+from memdir.core.errors import Conflict, EditConflict, InvalidInput, NotFound, RevisionChanged
 from memdir.core.model import (
     CommitResult,
     Delete,
@@ -40,6 +56,7 @@ from memdir.core.model import (
     Write,
     operation_from_dict,
 )
+from memdir.evidence import verify_evidence
 from memdir.rows import aware, utcnow
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
@@ -47,7 +64,15 @@ from memdir.storage.schema import proposals
 from memdir.transcripts.service import allowed as transcript_allowed
 from memdir.writer import CommitWriter
 
-__all__ = ["ORIGINS", "STATUSES", "Proposal", "ProposalsMixin", "operation_paths"]
+__all__ = [
+    "ORIGINS",
+    "STATUSES",
+    "Proposal",
+    "ProposalsMixin",
+    "operation_paths",
+    "revision_of",
+    "visible",
+]
 
 ORIGINS = ("agent", "quarantine", "dream")
 STATUSES = ("open", "accepted", "rejected", "conflicted", "superseded")
@@ -74,6 +99,8 @@ class Proposal:
     review_comment: str | None
     commit: str | None
     run: str | None = None
+    #: A digest of the operations and findings: what a reviewer saw (see the module docstring).
+    revision: str = ""
 
 
 def operation_paths(op: Operation) -> list[str]:
@@ -100,25 +127,91 @@ def _visible_evidence(evidence: Any, access: Access | None) -> Any:
                     "first_event": item.get("first_event"),
                     "last_event": item.get("last_event"),
                     "reason": "from a transcript you may not read",
+                    **({"verified": item["verified"]} if "verified" in item else {}),
                 }
         out.append(item)
     return out
 
 
-def _proposal(row: Row, store: str, access: Access | None = None) -> Proposal:
+def revision_of(operations: Any, findings: Any) -> str:
+    """The revision a reviewer sees: a digest of the stored operations and findings."""
+    data = json.dumps([operations, findings], sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+def visible(row: Row, access: Access) -> bool:
+    """May ``access.principal`` see this proposal? Read on every path it touches, by the
+    rights it has now — or, for its author, propose on a path it may not read."""
+    mine = row.author == access.principal.id
+    return all(access.can_read(p) or (mine and access.allowed("propose", p)) for p in row.paths)
+
+
+def _visible_ops(operations: Sequence[dict[str, Any]], access: Access | None) -> tuple[Any, ...]:
+    """Operations as the viewer may see them: no base sha256 of a path it may not read."""
+    if access is None:
+        return tuple(operations)
+    return tuple(
+        op if access.can_read(str(op.get("path"))) else {**op, "base_sha256": None}
+        for op in operations
+    )
+
+
+_TEXTS = ("base", "current", "proposed")
+
+
+def _visible_notes(
+    row: Row, repo: Repository | None, access: Access | None
+) -> tuple[dict[str, Any], ...]:
+    """Notes with conflict text rendered now, for a viewer that may read the path now.
+
+    A conflict note stores ``base_sha256``/``current_sha256`` (and the operation's index);
+    its text is looked up at view time. Anyone who may not read the path gets the note
+    without text or sha256 values.
+    """
+    out: list[dict[str, Any]] = []
+    for note in row.notes or ():
+        path = note.get("path") if isinstance(note, dict) else None
+        if not isinstance(path, str) or not (
+            "current_sha256" in note or any(k in note for k in _TEXTS)
+        ):
+            out.append(note)
+            continue
+        if access is not None and not access.can_read(path):
+            hidden = {k: v for k, v in note.items() if k not in (*_TEXTS, "base_sha256",
+                                                                 "current_sha256")}  # fmt: skip
+            out.append({**hidden, "withheld": "you may not read this path"})
+            continue
+        if any(k in note for k in _TEXTS) or repo is None:  # stored by an earlier release
+            out.append(note)
+            continue
+        base_sha, current_sha = note.get("base_sha256"), note.get("current_sha256")
+        base = repo.blob(row.store_id, base_sha) if base_sha else None
+        current = repo.blob(row.store_id, current_sha) if current_sha else None
+        proposed = None
+        index = note.get("op_index")
+        if isinstance(index, int) and 0 <= index < len(row.operations):
+            fields = {k: v for k, v in row.operations[index].items() if k != "base_sha256"}
+            proposed = _proposed_text(operation_from_dict(fields), base)
+        out.append({**note, "base": base, "current": current, "proposed": proposed})
+    return tuple(out)
+
+
+def _proposal(
+    row: Row, store: str, access: Access | None = None, repo: Repository | None = None
+) -> Proposal:
     return Proposal(
         id=row.id,
         store=store,
         author=row.author,
         origin=row.origin,
         status=row.status,
-        operations=tuple(row.operations),
+        operations=_visible_ops(row.operations, access),
         paths=tuple(row.paths),
         rationale=row.rationale,
         evidence=_visible_evidence(row.evidence, access),
         statistics=row.statistics,
         findings=row.findings,
-        notes=tuple(row.notes or ()),
+        notes=_visible_notes(row, repo, access),
         created_at=aware(row.created_at),
         updated_at=aware(row.updated_at),
         reviewer=row.reviewer,
@@ -126,6 +219,7 @@ def _proposal(row: Row, store: str, access: Access | None = None) -> Proposal:
         review_comment=row.review_comment,
         commit=row.commit_id,
         run=row.run_id,
+        revision=revision_of(row.operations, row.findings),
     )
 
 
@@ -153,6 +247,52 @@ def _proposed_text(op: Operation, base: str | None) -> str | None:
 class _Conflicted(Exception):
     def __init__(self, conflicts: list[dict[str, Any]]) -> None:
         self.conflicts = conflicts
+
+
+class _Rescreened(Exception):
+    """Internal: screening at accept found what the proposal did not show."""
+
+    def __init__(self, findings: list[dict[str, Any]]) -> None:
+        self.findings = findings
+
+
+def _finding_key(finding: Any) -> tuple[str, str, str]:
+    f = finding if isinstance(finding, dict) else {}
+    return (str(f.get("rule")), str(f.get("path")), str(f.get("line")))
+
+
+def _unseen(found: Sequence[dict[str, Any]], shown: Any) -> list[dict[str, Any]]:
+    """Findings in ``found`` that the stored findings ``shown`` do not list."""
+    known = {_finding_key(f) for f in shown or ()}
+    return [f for f in found if _finding_key(f) not in known]
+
+
+def _merge_findings(stored: Any, screened: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:
+    """A rebased proposal's findings: the new screening's, plus its dream flags."""
+    kept = [f for f in stored or () if isinstance(f, dict) and f.get("category") == "dream"]
+    return [*screened, *kept]
+
+
+def _check_revision(row: Row, revision: str | None) -> None:
+    if revision is None:
+        return
+    now = revision_of(row.operations, row.findings)
+    if not revision:
+        raise RevisionChanged(
+            f"the accept of proposal {row.id} names no revision; show the proposal again and "
+            f"accept the revision it shows ({now})",
+            proposal=row.id,
+            revision=now,
+        )
+    if revision != now:
+        raise RevisionChanged(
+            f"proposal {row.id} changed since you saw it: you reviewed revision {revision[:40]}, "
+            f"it is now revision {now} (rebased or screened again) — show it again and review "
+            "the current revision",
+            proposal=row.id,
+            revision=now,
+            received=revision[:40],
+        )
 
 
 class ProposalsMixin(ServiceBase):
@@ -250,10 +390,7 @@ class ProposalsMixin(ServiceBase):
         row = repo.conn.execute(
             sa.select(proposals).where(proposals.c.id == pid, proposals.c.store_id == store_id)
         ).first()
-        visible = row is not None and (
-            row.author == access.principal.id or all(access.can_read(p) for p in row.paths)
-        )
-        if row is None or not visible:
+        if row is None or not visible(row, access):
             raise NotFound(f"no proposal {pid!r} in this store; see `memdir proposals list`")
         return row
 
@@ -271,7 +408,11 @@ class ProposalsMixin(ServiceBase):
         origin: str = "agent",
         provenance: Provenance | None = None,
     ) -> Proposal:
-        """Queue ``operations`` for review (needs ``propose`` on every path they touch)."""
+        """Queue ``operations`` for review (needs ``propose`` on every path they touch).
+
+        ``evidence`` is checked against the transcripts it names (:mod:`memdir.evidence`):
+        each item gets ``verified`` and the transcript's stored scopes, never the caller's.
+        """
         if not operations:
             raise InvalidInput("a proposal needs at least one operation")
         found = self._screen_ops(operations, provenance)
@@ -283,20 +424,21 @@ class ProposalsMixin(ServiceBase):
                 for path in operation_paths(op):
                     access.require("propose", path)
             screened = verdict(found, self._policy(repo, row.id))  # raises on a reject
+            checked = verify_evidence(repo, row.id, access, evidence)
             pid = self._insert_proposal(
                 repo, row.id, principal, operations, origin=origin, rationale=rationale,
-                evidence=evidence, statistics=statistics,
+                evidence=checked, statistics=statistics,
                 findings=list(screened.findings) or None, provenance=provenance,
             )  # fmt: skip
             return self._proposal_view(repo, row, access, pid)
 
     def _proposal_view(self, repo: Repository, row: Row, access: Access, pid: str) -> Proposal:
-        return _proposal(self._proposal_row(repo, row.id, access, pid), row.name, access)
+        return _proposal(self._proposal_row(repo, row.id, access, pid), row.name, access, repo)
 
     def list_proposals(
         self, principal: Principal, store: str, *, status: str | None = "open", limit: int = 100
     ) -> list[Proposal]:
-        """Proposals the caller may see (it may read every path they touch), newest first."""
+        """Proposals the caller may see (see :func:`visible`), newest first."""
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; use {', '.join(STATUSES)}")
         with self.db.read() as repo:
@@ -307,8 +449,8 @@ class ProposalsMixin(ServiceBase):
                 query = query.where(proposals.c.status == status)
             out: list[Proposal] = []
             for p in repo.conn.execute(query.order_by(proposals.c.created_at.desc())):
-                if p.author == principal.id or all(access.can_read(x) for x in p.paths):
-                    out.append(_proposal(p, row.name, access))
+                if visible(p, access):
+                    out.append(_proposal(p, row.name, access, repo))
                     if len(out) >= limit:
                         break
             return out
@@ -348,12 +490,23 @@ class ProposalsMixin(ServiceBase):
             )
 
     def accept_proposal(
-        self, principal: Principal, store: str, proposal_id: str, comment: str | None = None
+        self,
+        principal: Principal,
+        store: str,
+        proposal_id: str,
+        comment: str | None = None,
+        *,
+        revision: str | None = None,
     ) -> CommitResult:
         """Apply an open proposal as a commit linked to it (``write`` on every path needed).
 
-        Raises :class:`Conflict` (and marks the proposal ``conflicted``) when a path changed
-        in a way that cannot be rebased automatically.
+        ``revision`` is the proposal revision the reviewer saw: when given and the proposal has
+        changed since (a rebase, new findings), :class:`Conflict` and nothing is applied.
+        The operations are screened again as they are applied: a finding the policy rejects
+        refuses the accept (:class:`~memdir.core.errors.ScreeningRefused`); one the proposal
+        did not show is recorded on it and refuses the accept (:class:`Conflict`) until it is
+        reviewed again. Raises :class:`Conflict` (and marks the proposal ``conflicted``) when a
+        path changed in a way that cannot be rebased automatically.
         """
         prop = self.get_proposal(principal, store, proposal_id)
         if prop.status != "open":
@@ -373,10 +526,19 @@ class ProposalsMixin(ServiceBase):
             ).one()
             if row.status != "open":
                 raise Conflict(f"proposal {proposal_id} is {row.status}", proposal=proposal_id)
-            for path in row.paths:  # protected files take their review from an admin
+            _check_revision(row, revision)
+            for path in row.paths:
+                writer.access.require("write", path)
                 if self._protected(writer.repo, writer.store_id, writer.access, path):
-                    writer.access.require("admin", path)
+                    writer.access.require("admin", path)  # protected files: an admin reviews
             plan = self._rebase_plan(writer, _ops(row), rebase_notes)
+            found = verdict(
+                self._screen_ops(plan, Provenance(source_kind=row.source_kind)),
+                self._policy(writer.repo, writer.store_id),
+            )  # raises on a reject
+            unseen = _unseen(found.findings, row.findings)
+            if unseen:
+                raise _Rescreened(_merge_findings(row.findings, found.findings))
             results = [writer.apply(op) for op in plan]
             self._set_status(
                 writer.repo, proposal_id, "accepted", extra_notes=rebase_notes,
@@ -387,9 +549,29 @@ class ProposalsMixin(ServiceBase):
 
         try:
             return self._run(
-                principal, store, provenance, ["accept", proposal_id], apply,
+                principal, store, provenance, ["accept", proposal_id, revision], apply,
                 proposal_id=proposal_id,
             )  # fmt: skip
+        except _Rescreened as rescreened:
+            with self.db.write() as repo:
+                repo.conn.execute(
+                    sa.update(proposals)
+                    .where(proposals.c.id == proposal_id)
+                    .values(findings=rescreened.findings or None, updated_at=utcnow())
+                )
+                now = revision_of(
+                    repo.conn.execute(
+                        sa.select(proposals.c.operations).where(proposals.c.id == proposal_id)
+                    ).scalar_one(),
+                    rescreened.findings or None,
+                )
+            raise Conflict(
+                f"proposal {proposal_id} was not accepted: screening now finds what it did not "
+                f"show ({', '.join(sorted({f['rule'] for f in rescreened.findings}))}); the "
+                f"findings are recorded — review it again (revision {now}) and accept that",
+                proposal=proposal_id,
+                revision=now,
+            ) from None
         except _Conflicted as conflicted:
             with self.db.write() as repo:
                 self._set_status(
@@ -415,7 +597,7 @@ class ProposalsMixin(ServiceBase):
         conflicts: list[dict[str, Any]] = []
         seen: set[str] = set()
         repo, store_id = writer.repo, writer.store_id
-        for op, base in ops:
+        for index, (op, base) in enumerate(ops):
             if op.path in seen:
                 plan.append(op)
                 continue
@@ -439,11 +621,10 @@ class ProposalsMixin(ServiceBase):
                                 "once in the current version",
                     })  # fmt: skip
                     continue
-            base_text = repo.blob(store_id, base) if base else None
+            # References only: the text is rendered when viewed, for whoever may read it then.
             conflicts.append({
-                "path": op.path, "op": op.op, "base_sha256": base, "current_sha256": current,
-                "base": base_text, "current": current_text,
-                "proposed": _proposed_text(op, base_text),
+                "path": op.path, "op": op.op, "op_index": index, "base_sha256": base,
+                "current_sha256": current,
             })  # fmt: skip
         if conflicts:
             raise _Conflicted(conflicts)
@@ -458,6 +639,10 @@ class ProposalsMixin(ServiceBase):
         content: str | None = None,
     ) -> Proposal:
         """Rebase a conflicted (or open) proposal onto the current files by hand.
+
+        The rebased operations are screened again (a reject refuses the rebase) and their
+        findings replace the old ones, so the proposal's revision changes: an accept naming
+        the revision seen before the rebase is refused.
 
         With ``content`` (single-path proposals), the proposal becomes a full write of that
         content over the current version. Without it, every operation is re-based on the
@@ -480,9 +665,13 @@ class ProposalsMixin(ServiceBase):
                         f"this one touches {len(prop.paths)}"
                     )
                 ops = [Write(prop.paths[0], content)]
-                verdict(self._screen_ops(ops, None), self._policy(repo, row.id))
             else:
                 self._check_rebasable(repo, row.id, ops)
+            screened = verdict(  # every rebase is screened again; raises on a reject
+                self._screen_ops(ops, Provenance(source_kind=prop.source_kind)),
+                self._policy(repo, row.id),
+            )
+            findings = _merge_findings(prop.findings, screened.findings)
             stored = []
             seen: set[str] = set()
             for op in ops:
@@ -493,8 +682,8 @@ class ProposalsMixin(ServiceBase):
                 seen.update(operation_paths(op))
                 stored.append(data)
             self._set_status(
-                repo, prop.id, "open", operations=stored,
-                note=f"rebased by hand by {principal.id}",
+                repo, prop.id, "open", operations=stored, findings=findings or None,
+                note=f"rebased by hand by {principal.id}; screened again",
             )  # fmt: skip
             return self._proposal_view(repo, row, access, proposal_id)
 

@@ -207,6 +207,15 @@ class ReviewBody(BaseModel):
     comment: Text | None = Field(None, description="A note for the record.")
 
 
+class AcceptBody(ReviewBody):
+    revision: str | None = Field(
+        None,
+        max_length=64,
+        description="The proposal revision the reviewer saw (its `revision`); 409 if the "
+        "proposal changed since. Without it, the proposal is accepted as it stands.",
+    )
+
+
 class RebaseBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     content: Text | None = Field(

@@ -26,6 +26,7 @@ EXIT_CODES: tuple[tuple[type[errors.MemdirError], int], ...] = (
     (errors.InvalidInput, 2),
     (errors.PreconditionFailed, 3),
     (errors.PreconditionRequired, 3),
+    (errors.RevisionChanged, 3),
     (errors.Forbidden, 4),
     (errors.Unauthenticated, 4),
     (errors.NotFound, 5),

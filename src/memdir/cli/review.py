@@ -29,10 +29,22 @@ def _change(op: dict[str, Any]) -> list[str]:
     return []
 
 
+def _evidence_line(item: dict[str, Any]) -> str:
+    """One evidence item: where it points, whether it was verified, its excerpt's start."""
+    if item.get("hidden"):
+        return f"hidden ({item.get('reason')})"
+    where = f"transcript {item.get('transcript_id')} events {item.get('first_event')}.." + str(
+        item.get("last_event")
+    )
+    doubt = f" UNVERIFIED: {item.get('unverified')}" if item.get("verified") is False else ""
+    text = " ".join(str(item.get("excerpt") or "").split())[:120]
+    return f"{where}{doubt}" + (f": {text}" if text else "")
+
+
 def _render(p: Any) -> str:
     lines = [
         f"proposal {p.id} ({p.status}, origin {p.origin}) by {p.author} at "
-        f"{p.created_at:%Y-%m-%d %H:%M:%S}Z",
+        f"{p.created_at:%Y-%m-%d %H:%M:%S}Z, revision {p.revision}",
     ]
     if p.rationale:
         lines.append(f"rationale: {p.rationale}")
@@ -40,10 +52,15 @@ def _render(p: Any) -> str:
         target = f" -> {op['new_path']}" if op.get("new_path") else ""
         lines.append(f"  {op['op']} {op['path']}{target} (base {str(op.get('base_sha256'))[:12]})")
         lines.extend(_change(op))
+    for item in p.evidence if isinstance(p.evidence, list) else []:
+        if isinstance(item, dict):
+            lines.append("  evidence: " + _evidence_line(item))
     for finding in p.findings or []:
         lines.append(f"  finding {finding['rule']} ({finding['action']}): {finding['reason']}")
     for note in p.notes:
-        if "base" in note or "current" in note:
+        if "withheld" in note:
+            lines.append(f"  CONFLICT on {note['path']} (text withheld: {note['withheld']})")
+        elif "base" in note or "current" in note:
             lines.append(f"  CONFLICT on {note['path']}:")
             for key in ("base", "current", "proposed"):
                 text = note.get(key)
@@ -113,9 +130,16 @@ def proposals_show(app: App, proposal_id: str) -> None:
 @verb(proposals, "accept")
 @click.argument("proposal_id", metavar="ID")
 @click.option("--comment", help="A note for the record.")
-def proposals_accept(app: App, proposal_id: str, comment: str | None) -> None:
+@click.option(
+    "--revision",
+    help="The revision `proposals show` printed: accept only if the proposal is still at it "
+    "(exit 3 if it changed). Without it, the proposal is accepted as it stands now.",
+)
+def proposals_accept(app: App, proposal_id: str, comment: str | None, revision: str | None) -> None:
     """Apply a proposal as a commit (needs write on every path it touches)."""
-    result = app.service().accept_proposal(app.principal, app.store, proposal_id, comment)
+    result = app.service().accept_proposal(
+        app.principal, app.store, proposal_id, comment, revision=revision
+    )
     report(app, result)
 
 

@@ -16,6 +16,7 @@ class, walking the MRO, at the edge — never by matching message text. The tabl
         PathConflict               409 / exit 1    file vs directory, rename onto an existing file
         EditConflict               409 / exit 1    str_replace text absent or not unique; bad line
         IdempotencyMismatch        409 / exit 1    a key reused for a different request
+        RevisionChanged            409 / exit 3    a proposal changed since the reviewer saw it
       PreconditionFailed           412 / exit 3    if_match / if_absent did not hold
       PreconditionRequired         428 / exit 3    full overwrite without a precondition
       NotFound                     404 / exit 5    no such file, version, store, commit
@@ -49,6 +50,7 @@ __all__ = [
     "PreconditionFailed",
     "PreconditionRequired",
     "Proposed",
+    "RevisionChanged",
     "ScreeningRefused",
     "Unauthenticated",
 ]
@@ -101,6 +103,13 @@ class Conflict(MemdirError):
     """The request is well formed but does not fit the current state of the store."""
 
     type = "conflict"
+
+
+class RevisionChanged(Conflict):
+    """An accept named a proposal revision that is no longer current (``details['revision']``
+    is the current one): the proposal was rebased or screened again since it was reviewed."""
+
+    type = "revision_changed"
 
 
 class PathConflict(Conflict):

@@ -30,17 +30,17 @@ from dataclasses import dataclass, field
 from typing import Any, Final
 
 from memdir.core.errors import InvalidInput
-from memdir.dream.decide import EXPLAINED_BY, STORE_MINERS, decide
-from memdir.dream.drafts import make_draft
+from memdir.dream.decide import EXPLAINED_BY, STORE_MINERS, MemoryIndex, decide
 from memdir.dream.miners.base import MemoryMiner, Miner, MinerContext, create, lossy_epsilon
 from memdir.dream.miners.failures import FailureRules
 from memdir.dream.model import Draft, MemoryFile, Pattern, Session, Signal, Thresholds
+from memdir.dream.placement import Audience, place
 from memdir.dream.reduce import Reducer
 from memdir.transcripts.model import TranscriptInfo
 
 __all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of", "lossy_epsilon"]
 
-STATE_VERSION: Final = 1
+STATE_VERSION: Final = 2  # 2: patterns keep their source classes (placement)
 
 
 @dataclass(frozen=True)
@@ -171,8 +171,12 @@ class Engine:
                 load(saved[miner.name])
         return engine
 
-    def finish(self) -> EngineResult:
-        """Run the store-level miners, decide and draft. Does not change the engine."""
+    def finish(self, audience: Audience | None = None) -> EngineResult:
+        """Run the store-level miners, decide, place and draft. Does not change the engine.
+
+        ``audience`` decides where a pattern's drafts may go (see :mod:`.placement`): only to
+        paths every reader of which may read the transcripts the draft is derived from.
+        """
         store_signals = [
             s for m in self._memory_miners for s in m.mine_memory(self.memory, self.now)
         ]
@@ -182,8 +186,10 @@ class Engine:
         by_path = {f.path: f for f in self.memory}
         taken = set(by_path)
         drafts: list[Draft] = []
+        index = MemoryIndex(self.memory)
         for pattern in kept:
-            draft = make_draft(pattern, self.config.thresholds, by_path, taken)
-            if draft is not None:
-                drafts.append(draft)
+            made, unsafe = place(pattern, self._reducer, self.config.thresholds, by_path,
+                                 index, taken, audience, store)  # fmt: skip
+            drafts.extend(made)
+            left_out.extend(unsafe)
         return EngineResult(patterns, kept, left_out, drafts)

@@ -166,6 +166,9 @@ class Pattern:
     #: Other patterns that explained this one's signals, by the number of sessions they did
     #: (a tool error a recovery fixed in the same call); decide leaves out what they explain.
     links: dict[str, int] = field(default_factory=dict)
+    #: Sessions per source class (the scope labels of their transcripts, as canonical JSON;
+    #: see :func:`~memdir.dream.reduce.source_class`): where the evidence comes from.
+    sources: dict[str, int] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

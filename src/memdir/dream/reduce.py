@@ -27,6 +27,12 @@ of the sessions seen — far below any threshold — and a pattern's count is sh
 below ``1 / epsilon`` sessions). One-off noise (a unique error, a lookup made once) thus stops
 growing memory with the fleet. ``epsilon = 0`` keeps every pattern.
 
+**Sources.** Each pattern also keeps the same counters and samples per *source class* — the
+scope labels of the transcripts its sessions came from (:func:`source_class`), so the engine
+can restrict a pattern to the transcripts every reader of its target may read
+(:meth:`Reducer.restricted`) with the sessions selected of those classes as the denominator
+(:attr:`Reducer.selected_by_class`). A pattern restricted to all its classes is the pattern.
+
 ``rename`` moves everything counted under one key to another (a Drain template that
 generalised). ``state()`` is plain JSON and :meth:`Reducer.from_state` restores it exactly, so
 an interrupted run resumes with the same result.
@@ -35,6 +41,7 @@ an interrupted run resumes with the same result.
 from __future__ import annotations
 
 import datetime as dt
+import json
 import math
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -43,7 +50,7 @@ from typing import Any, Final
 from memdir.dream.model import Excerpt, Pattern, Signal
 from memdir.transcripts.model import TranscriptInfo
 
-__all__ = ["MAX_VARIANTS", "Reducer", "example_rank"]
+__all__ = ["MAX_VARIANTS", "Reducer", "example_rank", "source_class", "source_scopes"]
 
 MAX_VARIANTS: Final = 20
 
@@ -52,6 +59,17 @@ def example_rank(excerpt: Excerpt) -> tuple[bool, int, str, int]:
     """Order of preference among excerpts: clear (>= 40 characters), short, then by id."""
     size = len(excerpt.text)
     return (size < 40, size, excerpt.transcript_id, excerpt.first_event)
+
+
+def source_class(info: TranscriptInfo) -> str:
+    """The source class of a session: its transcript's scope labels as canonical JSON."""
+    return json.dumps(info.scopes(), sort_keys=True, separators=(",", ":"))
+
+
+def source_scopes(cls: str) -> dict[str, str]:
+    """The scope labels a :func:`source_class` names."""
+    value = json.loads(cls)
+    return {str(k): str(v) for k, v in value.items()} if isinstance(value, dict) else {}
 
 
 def _count(counter: dict[str, int], label: str | None) -> None:
@@ -90,6 +108,46 @@ class _Acc:
     variant_meta: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
     links: dict[str, int] = field(default_factory=dict)
     delta: int = 0
+    #: Per source class, the same counters and samples (no links) — kept only once a second
+    #: class is seen: until then ``sole`` names the one class and the pattern is its part.
+    parts: dict[str, _Acc] = field(default_factory=dict)
+    sole: str | None = None
+    #: The reducer's session sequence number when this last counted a signal.
+    seq: int = 0
+
+    def clone(self) -> _Acc:
+        """A copy of the counters and samples (no parts, no links)."""
+        copy = _Acc.from_json(self.to_json())
+        copy.parts, copy.sole, copy.links = {}, None, {}
+        return copy
+
+    def split(self) -> None:
+        """Materialise the parts of a pattern seen in one class so far."""
+        if not self.parts and self.sole is not None:
+            self.parts = {self.sole: self.clone()}
+            self.sole = None
+
+    def classes(self) -> dict[str, _Acc]:
+        """Each source class with its counters (the pattern itself while it has one)."""
+        if self.parts:
+            return self.parts
+        return {self.sole: self} if self.sole is not None else {}
+
+    def count(self, info: TranscriptInfo, group: list[Signal], limit: int, seq: int) -> None:
+        """Count one session's signals of this pattern (not its links)."""
+        self.title, self.subject = group[-1].title, dict(group[-1].subject)
+        self.sessions += 1
+        self.seq = seq
+        _count(self.agents, info.agent)
+        _count(self.projects, info.project)
+        _count(self.users, info.user)
+        self.seen(info.started_at)
+        for signal in group:
+            self.occurrences += signal.occurrences
+            self.count_variant(signal)
+        excerpts = [s.excerpt for s in group if s.excerpt is not None]
+        if excerpts:
+            self.offer(min(excerpts, key=example_rank), limit)
 
     def seen(self, when: dt.datetime | None) -> None:
         if when is None:
@@ -140,6 +198,18 @@ class _Acc:
         self.seen(other.last_seen)
         for excerpt in other.examples:
             self.offer(excerpt, limit)
+        if not self.parts and not other.parts and self.sole == other.sole:
+            pass  # one class on both sides: this pattern stays its own part
+        else:
+            self.split()
+            other.split()
+            for cls, part in other.parts.items():
+                mine_part = self.parts.get(cls)
+                if mine_part is None:
+                    self.parts[cls] = part
+                else:
+                    mine_part.absorb(part, limit)
+        self.seq = max(self.seq, other.seq)
 
     def pattern(self, selected: int) -> Pattern:
         title, subject = self.title, self.subject
@@ -162,6 +232,7 @@ class _Acc:
             examples=list(self.examples),
             variants=dict(sorted(self.variants.items(), key=lambda kv: (-kv[1], kv[0]))),
             links=dict(sorted(self.links.items())),
+            sources={cls: part.sessions for cls, part in sorted(self.classes().items())},
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -182,6 +253,9 @@ class _Acc:
             "variant_meta": {k: [t, s] for k, (t, s) in self.variant_meta.items()},
             "links": self.links,
             "delta": self.delta,
+            "seq": self.seq,
+            "sole": self.sole,
+            "parts": {cls: part.to_json() for cls, part in sorted(self.parts.items())},
         }
 
     @classmethod
@@ -212,6 +286,9 @@ class _Acc:
             variant_meta={k: (t, dict(s)) for k, (t, s) in data["variant_meta"].items()},
             links=dict(data["links"]),
             delta=int(data.get("delta", 0)),
+            parts={cls: _Acc.from_json(part) for cls, part in data.get("parts", {}).items()},
+            seq=int(data.get("seq", 0)),
+            sole=data.get("sole"),
         )
 
 
@@ -224,6 +301,9 @@ class Reducer:
         #: Sessions per lossy-counting bucket (0: never prune).
         self.width = math.ceil(1 / epsilon) if epsilon > 0 else 0
         self.sessions_selected = 0
+        #: Sessions selected per source class (the denominators of restricted patterns).
+        self.selected_by_class: dict[str, int] = {}
+        self._seq = 0
         self._acc: dict[tuple[str, str], _Acc] = {}
 
     def add_session(
@@ -236,8 +316,11 @@ class Reducer:
     ) -> int:
         """Count one session's signals; ``selected=False`` for more signals about a session
         already counted (model findings). Returns the number of signals."""
+        cls = source_class(info)
+        self._seq += 1
         if selected:
             self.sessions_selected += 1
+            self.selected_by_class[cls] = self.selected_by_class.get(cls, 0) + 1
         grouped: dict[tuple[str, str], list[Signal]] = {}
         total = 0
         for signal in signals:
@@ -248,18 +331,17 @@ class Reducer:
             if acc is None:
                 acc = self._acc[ident] = _Acc(ident[0], ident[1], group[0].title, group[0].subject)
                 acc.delta = self._bucket() - 1 if self.width else 0
-            acc.title, acc.subject = group[-1].title, dict(group[-1].subject)
-            acc.sessions += 1
-            _count(acc.agents, info.agent)
-            _count(acc.projects, info.project)
-            _count(acc.users, info.user)
-            acc.seen(info.started_at)
-            for signal in group:
-                acc.occurrences += signal.occurrences
-                acc.count_variant(signal)
-            excerpts = [s.excerpt for s in group if s.excerpt is not None]
-            if excerpts:
-                acc.offer(min(excerpts, key=example_rank), self.max_examples)
+            if acc.sessions == 0 and not acc.parts:
+                acc.sole = cls
+            elif acc.sole != cls:
+                acc.split()
+            acc.count(info, group, self.max_examples, self._seq)
+            if acc.parts:
+                part = acc.parts.get(cls)
+                if part is None:
+                    part = acc.parts[cls] = _Acc(ident[0], ident[1], group[0].title,
+                                                 group[0].subject)  # fmt: skip
+                part.count(info, group, self.max_examples, self._seq)
             for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
                 acc.links[target] = acc.links.get(target, 0) + 1
             _prune(acc.links, MAX_VARIANTS)
@@ -301,12 +383,35 @@ class Reducer:
         out.sort(key=lambda p: (-p.sessions, -p.occurrences, p.id))
         return out
 
+    def restricted(self, pattern_id: str, classes: Iterable[str], selected: int) -> Pattern:
+        """The pattern counted over the sessions of ``classes`` only, out of ``selected``.
+
+        Its title and subject are its latest such session's (or its top variant's among
+        them); nothing in it comes from a session of another class.
+        """
+        miner, _, key = pattern_id.partition(":")
+        acc = self._acc[(miner, key)]
+        present = acc.classes()
+        parts = sorted((present[c] for c in set(classes) if c in present), key=lambda p: -p.seq)
+        if not parts:
+            raise KeyError(f"pattern {pattern_id} has no sessions of those classes")
+        merged = parts[0].clone()
+        merged.sole = next(c for c, p in present.items() if p is parts[0])
+        for part in parts[1:]:
+            merged.split()
+            merged.absorb(part.clone(), self.max_examples)
+        if merged.parts:
+            merged.parts = {c: present[c] for c in classes if c in present}
+        return merged.pattern(selected)
+
     def state(self) -> dict[str, Any]:
         """JSON values: the whole reducer (patterns in key order, so the text is stable)."""
         return {
             "max_examples": self.max_examples,
             "epsilon": self.epsilon,
             "sessions_selected": self.sessions_selected,
+            "selected_by_class": dict(sorted(self.selected_by_class.items())),
+            "seq": self._seq,
             "patterns": [self._acc[k].to_json() for k in sorted(self._acc)],
         }
 
@@ -314,6 +419,8 @@ class Reducer:
     def from_state(cls, state: Mapping[str, Any]) -> Reducer:
         reducer = cls(int(state["max_examples"]), float(state.get("epsilon", 0.0)))
         reducer.sessions_selected = int(state["sessions_selected"])
+        reducer.selected_by_class = dict(state.get("selected_by_class", {}))
+        reducer._seq = int(state.get("seq", 0))
         for data in state["patterns"]:
             acc = _Acc.from_json(data)
             reducer._acc[(acc.miner, acc.key)] = acc

@@ -510,15 +510,33 @@ class MemoryTools:
         rationale: Annotated[
             str, Field(description="Why the change should be made, with the evidence you have.")
         ],
+        evidence: Annotated[
+            list[dict[str, Any]] | None,
+            Field(
+                description="Optional: transcript evidence, each {transcript_id, first_event, "
+                "last_event, excerpt}. It is checked against the transcript; what does not "
+                "match is shown to reviewers as unverified."
+            ),
+        ] = None,
     ) -> CallToolResult:
         def run(principal: Principal) -> str:
             ops = [self._operation(raw) for raw in operations]
-            proposal = self.service.propose(principal, self.store, ops, rationale=rationale)
+            proposal = self.service.propose(
+                principal, self.store, ops, rationale=rationale, evidence=evidence
+            )
+            doubts = [e for e in proposal.evidence or () if isinstance(e, dict)
+                      and e.get("verified") is False]  # fmt: skip
+            unverified = (
+                f" {len(doubts)} of {len(proposal.evidence)} evidence items could not be "
+                "verified against their transcripts and are shown as unverified."
+                if doubts
+                else ""
+            )
             paths = ", ".join(self.ns.display(p) for p in proposal.paths if self.ns.inside(p))
             return (
                 f"Proposal {proposal.id} is {proposal.status}: {len(ops)} operation"
                 f"{'s' if len(ops) != 1 else ''} on {paths} await review. Nothing has changed "
-                "yet; a reviewer will accept or reject it."
+                f"yet; a reviewer will accept or reject it.{unverified}"
             )
 
         return self._call(ctx, "/", run)

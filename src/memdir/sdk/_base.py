@@ -84,6 +84,7 @@ def _parser(kind: type[T]) -> Callable[[httpx.Response], T]:
 
 
 _commit = _parser(CommitResult)
+_p = _parser(Proposal)
 
 
 class _BaseClient:
@@ -583,26 +584,28 @@ class _BaseClient:
         return self._request("POST", url, json=body, headers=_fresh_key())
 
     def _accept_proposal(
-        self, proposal: str, *, comment: str | None = None, store: str | None = None
+        self,
+        proposal: str,
+        *,
+        comment: str | None = None,
+        revision: str | None = None,
+        store: str | None = None,
     ) -> Plan[CommitResult]:
-        """Apply an open proposal as a commit (Conflict, and ``conflicted``, if it no longer
-        applies)."""
-        request = self._review(proposal, "accept", {"comment": comment}, store)
-        return single(Call(request, _commit))
+        """Apply a proposal (Conflict if it no longer applies or is not at ``revision``)."""
+        body = {"comment": comment, **({"revision": revision} if revision else {})}
+        return single(Call(self._review(proposal, "accept", body, store), _commit))
 
     def _reject_proposal(
         self, proposal: str, *, comment: str | None = None, store: str | None = None
     ) -> Plan[Proposal]:
         """Reject an open or conflicted proposal."""
-        request = self._review(proposal, "reject", {"comment": comment}, store)
-        return single(Call(request, _parser(Proposal)))
+        return single(Call(self._review(proposal, "reject", {"comment": comment}, store), _p))
 
     def _rebase_proposal(
         self, proposal: str, *, content: str | None = None, store: str | None = None
     ) -> Plan[Proposal]:
         """Rebase onto the current files, optionally replacing a one-file change by ``content``."""
-        request = self._review(proposal, "rebase", {"content": content}, store)
-        return single(Call(request, _parser(Proposal)))
+        return single(Call(self._review(proposal, "rebase", {"content": content}, store), _p))
 
     # --- stores, principals, tokens, policy ----------------------------------------------------
 

@@ -271,6 +271,8 @@ class EvidenceItem:
     last_event: int | None
     text: str
     reason: str | None = None
+    #: Set for evidence the service could not verify against its transcript: why not.
+    unverified: str | None = None
 
 
 def _int(value: Any) -> int | None:
@@ -294,9 +296,20 @@ def evidence_items(evidence: Any) -> list[EvidenceItem]:
             continue
         excerpt = item.get("excerpt")
         if excerpt is None:
-            rest = {k: v for k, v in item.items() if k not in ("transcript_id", "scopes")}
+            rest = {k: v for k, v in item.items()
+                    if k not in ("transcript_id", "scopes", "verified", "unverified")}  # fmt: skip
             excerpt = _text(rest) if rest else ""
+        doubt = None
+        if item.get("verified") is False:
+            doubt = _text(item.get("unverified") or "not checked against a transcript")
         out.append(
-            EvidenceItem(False, safe_id(item.get("transcript_id")), first, last, _text(excerpt))
+            EvidenceItem(
+                False,
+                safe_id(item.get("transcript_id")),
+                first,
+                last,
+                _text(excerpt),
+                unverified=doubt,
+            )
         )
     return out

@@ -91,9 +91,10 @@ async def _review(request: Request, accept: bool) -> Response:
     form = await request.form()
     check_csrf(request, form_value(form, "csrf"))
     comment = (form_value(form, "comment") or "").strip() or None
+    revision = form_value(form, "revision") or ""  # the revision the page showed; required
     try:
         if accept:
-            await who.call(who.service.accept_proposal, store, pid, comment)
+            await who.call(who.service.accept_proposal, store, pid, comment, revision=revision)
         else:
             await who.call(who.service.reject_proposal, store, pid, comment)
     except NotFound:

@@ -1,6 +1,7 @@
 """The review queue: propose, list, show, accept, reject, rebase.
 
-A proposal is visible to its author and to whoever may read every path it touches.
+A proposal is visible to whoever may read every path it touches, by the caller's rights now
+(its author also on a path it may only propose to).
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ from memdir.api.deps import (
     render,
     v1_router,
 )
-from memdir.api.models import Page, ProposeBody, RebaseBody, ReviewBody
+from memdir.api.models import AcceptBody, Page, ProposeBody, RebaseBody, ReviewBody
 from memdir.core.model import CommitResult, operation_from_dict
 from memdir.proposals import Proposal
 
@@ -84,14 +85,20 @@ async def accept(
     ctx: Ctx,
     store: StoreName,
     proposal_id: str,
-    body: ReviewBody | None = None,
+    body: AcceptBody | None = None,
     key: IdempotencyKey = None,
 ) -> Response:
-    """Apply an open proposal as a commit (409, and ``conflicted``, if it no longer applies)."""
+    """Apply an open proposal as a commit (409, and ``conflicted``, if it no longer applies).
+
+    Send ``revision`` (the proposal's ``revision`` as shown): 409 if it changed since — a
+    rebase or new screening findings — so what lands is what was reviewed."""
     comment = body.comment if body is not None else None
+    revision = body.revision if body is not None else None
     return await once(
-        ctx, key, ["accept_proposal", store, proposal_id, comment],
-        lambda: ctx.service.accept_proposal(ctx.principal, store, proposal_id, comment),
+        ctx, key, ["accept_proposal", store, proposal_id, comment, revision],
+        lambda: ctx.service.accept_proposal(
+            ctx.principal, store, proposal_id, comment, revision=revision
+        ),
         headers=commit_headers,
     )  # fmt: skip
 
