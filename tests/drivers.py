@@ -519,7 +519,7 @@ _VIEW_LINE = re.compile(r"^\s*\d+\t(.*)$", re.S)
 _VIEW_SHA = re.compile(r"\n\nsha256: ([0-9a-f]{64}) \(version (\d+)\)$")
 _LISTING = "Here're the files and directories"
 _PROPOSED = re.compile(r"^Not applied yet: the change awaits review as proposal (\S+?)[ .]")
-_SEARCH_HIT = re.compile(r"^(/.*) \(score (\S+), version (\d+)\)$")
+_SEARCH_HIT = re.compile(r"^(\d+)\. (/.*) \(version (\d+)\)$")
 _GREP_LINE = re.compile(r"^(/[^:]*):(\d+):(.*)$", re.S)
 _VERSION = re.compile(
     r"^version (\d+) (\S+ \S+)Z (\w+) (\S+)(?: from (\S+))? by (\S+) \(revision (\d+), sha256 "
@@ -698,7 +698,7 @@ class McpDriver:
         for head, snippet in zip(rows[::2], rows[1::2], strict=True):
             found = _SEARCH_HIT.match(head)
             assert found is not None, head
-            hits.append(SearchHit(found.group(1), float(found.group(2)), snippet.strip(),
+            hits.append(SearchHit(found.group(2), int(found.group(1)), snippet.strip(),
                                   None, int(found.group(3))))  # type: ignore[arg-type]  # fmt: skip
         return hits
 

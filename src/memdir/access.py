@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from memdir.core.errors import Forbidden, NotFound
-from memdir.core.globs import compile_glob
+from memdir.core.globs import compile_glob, literal_prefix
 from memdir.core.model import Principal
 from memdir.core.policy import (
     DEFAULT_POLICY_YAML,
@@ -26,6 +26,7 @@ from memdir.core.policy import (
     Decision,
     parse_policy,
 )
+from memdir.core.ranges import intersect_prefixes
 from memdir.storage.repository import Repository
 
 __all__ = ["Access", "PolicyCache", "missing"]
@@ -89,6 +90,20 @@ class Access:
                 return Decision(False, action, path, self.principal.id, None,
                                 "the token is limited to " + ", ".join(scope.paths))  # fmt: skip
         return decision
+
+    def read_prefixes(self) -> tuple[str, ...] | None:
+        """Directory prefixes bounding every path this caller may read (None: anything).
+
+        The policy's read prefixes intersected with the token scope's; listing queries use
+        them as key ranges (:mod:`memdir.core.ranges`), ``can_read`` still decides each path.
+        """
+        if self.policy is None:
+            return None
+        prefixes = self.policy.read_prefixes(self.principal)
+        scope = self.principal.scope
+        if scope is not None:
+            prefixes = intersect_prefixes(prefixes, [literal_prefix(p) for p in scope.paths])
+        return prefixes
 
     def allowed(self, action: str, path: str) -> bool:
         return self.check(action, path).allowed

@@ -7,7 +7,6 @@ redaction removes content (and its sha256) from versions but keeps who and when.
 from __future__ import annotations
 
 import datetime as dt
-import re
 from dataclasses import dataclass, replace
 
 from memdir.access import Access, missing
@@ -27,7 +26,7 @@ from memdir.core.model import (
     VersionInfo,
 )
 from memdir.core.paths import normalize_prefix, validate_path
-from memdir.core.regex import required_literals
+from memdir.core.regex import GrepPattern, compile_grep, required_literals
 from memdir.rows import aware, utcnow, version_info, view
 from memdir.storage.repository import Repository, Row
 from memdir.writer import CommitWriter
@@ -148,6 +147,7 @@ class HistoryMixin(ServiceBase):
         directory = normalize_prefix(prefix) if prefix else None
         with self.db.read() as repo:
             row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
             rows = repo.commits(
                 row.id,
                 actor=actor,
@@ -157,8 +157,8 @@ class HistoryMixin(ServiceBase):
                 until=None if until is None else aware(until).astimezone(dt.UTC),
                 before_revision=before_revision,
                 limit=limit,
+                prefixes=access.read_prefixes(),
             )
-            access = self._access(repo, row.id, principal)
             changes: dict[str, list[VersionInfo]] = {}
             for v in repo.commit_versions([c.id for c in rows]):
                 changes.setdefault(v.commit_id, []).append(version_info(v))
@@ -398,14 +398,7 @@ class HistoryMixin(ServiceBase):
     ) -> list[GrepMatch]:
         """Lines of current content matching a regular expression, in path order."""
         directory = normalize_prefix(prefix)
-        try:
-            regex = re.compile(pattern, re.IGNORECASE if ignore_case else 0)
-        except re.error as exc:
-            raise InvalidInput(
-                f"invalid regular expression {pattern!r}: {exc}; escape special characters "
-                "with a backslash",
-                pattern=pattern,
-            ) from None
+        compiled = compile_grep(pattern, ignore_case=ignore_case)
         limit = max(1, min(limit, MAX_GREP_MATCHES))
         matches: list[GrepMatch] = []
         with self.db.read() as repo:
@@ -414,12 +407,15 @@ class HistoryMixin(ServiceBase):
             if ignore_case:  # databases fold case reliably for ASCII only
                 literals = [lit for lit in literals if lit.isascii()]
             access = self._access(repo, row.id, principal)
-            for head in repo.grep_candidates(row.id, directory, literals, ignore_case):
-                if not access.can_read(head.path):
+            candidates = repo.grep_candidates(
+                row.id, directory, literals, ignore_case, access.read_prefixes()
+            )
+            for head in candidates:
+                # The access check comes before any pattern work, and every line is
+                # searched: a whole-content pre-check must not miss line-anchored patterns.
+                if not access.can_read(head.path) or not compiled.may_match(head.content):
                     continue
-                # Every line is searched: a whole-content pre-check would miss line-anchored
-                # patterns (``^x$``) and lines split on characters other than "\n".
-                matches.extend(_grep_file(head.path, head.content, regex, context))
+                matches.extend(_grep_file(head.path, head.content, compiled, context))
                 if len(matches) >= limit:
                     return matches[:limit]
         return matches
@@ -439,11 +435,11 @@ def _visible(access: Access, versions: list[VersionInfo]) -> list[VersionInfo]:
     return out
 
 
-def _grep_file(path: str, content: str, regex: re.Pattern[str], context: int) -> list[GrepMatch]:
+def _grep_file(path: str, content: str, pattern: GrepPattern, context: int) -> list[GrepMatch]:
     lines = content.splitlines()
     out: list[GrepMatch] = []
     for index, line in enumerate(lines):
-        if regex.search(line):
+        if pattern.search(line):
             out.append(
                 GrepMatch(
                     path=path,

@@ -357,7 +357,8 @@ class MemoryService(
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
-            for head in repo.heads_under(row.id, directory, with_content=True):
+            prefixes = access.read_prefixes()
+            for head in repo.heads_under(row.id, directory, with_content=True, prefixes=prefixes):
                 if access.can_read(head.path):
                     yield view(head, head.content)
 
@@ -376,7 +377,12 @@ class MemoryService(
                 single = repo.head(row.id, directory)
                 if single is not None and access.can_read(directory):
                     return [entry(single)]
-            readable = (h for h in repo.heads_under(row.id, directory) if access.can_read(h.path))
+            prefixes = access.read_prefixes()
+            readable = (
+                h
+                for h in repo.heads_under(row.id, directory, prefixes=prefixes)
+                if access.can_read(h.path)
+            )
             entries = self._tree(readable, directory, depth)
         if not entries and directory != "/":
             raise NotFound(
@@ -400,26 +406,31 @@ class MemoryService(
         return sorted(out, key=lambda e: e.path)
 
     def glob(self, principal: Principal, store: str, pattern: str) -> list[str]:
-        """Readable live files matching a glob (``*``, ``?``, ``[...]``, ``**`` for any depth)."""
-        regex = compile_glob(pattern)
+        """Readable live files matching a glob (``*``, ``?``, ``[...]``, ``**`` for any depth).
+
+        Only readable paths reach the pattern (the access check runs first), and the scan
+        covers only the key ranges the caller may read; the matcher is linear in the path.
+        """
+        matcher = compile_glob(pattern)
         start = literal_prefix(pattern)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
+            prefixes = access.read_prefixes()
             return [
                 h.path
-                for h in repo.heads_under(row.id, start)
-                if regex.match(h.path) and access.can_read(h.path)
+                for h in repo.heads_under(row.id, start, prefixes=prefixes)
+                if access.can_read(h.path) and matcher.match(h.path)
             ]
 
     def search(
         self, principal: Principal, store: str, query: str, *, prefix: str = "/", limit: int = 10
     ) -> list[SearchHit]:
-        """Ranked full-text search over readable current content (any-term, stemmed, BM25).
+        """Ranked full-text search over readable current content (any-term, stemmed).
 
-        Ranking happens in the database over every file; unreadable hits are dropped after
-        ranking and the query is re-run with a larger window until ``limit`` readable hits are
-        found or the matches run out, so results never depend on what the caller cannot see.
+        Unreadable files are dropped before ranking, and the ranking's statistics come from
+        the readable matches alone (:mod:`memdir.search.rank`), so neither the results nor
+        their order depend on what the caller cannot see; hits carry rank positions only.
         """
         from memdir.search.query import parse_query
 
@@ -427,23 +438,15 @@ class MemoryService(
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, received {limit}")
         parsed = parse_query(query)
+        if parsed.empty:
+            return []
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
-            window = limit
-            while True:
-                rows = repo.search(row.id, parsed, directory, window)
-                hits = [r for r in rows if access.can_read(r.path)]
-                if len(hits) >= limit or len(rows) < window:
-                    break
-                window *= 4
-        return [
-            SearchHit(
-                path=r.path,
-                score=float(r.score),
-                snippet=r.snippet,
-                sha256=r.sha256,
-                version=r.version,
+            rows = repo.search(
+                row.id, parsed, directory, limit, access.can_read, access.read_prefixes()
             )
-            for r in hits[:limit]
+        return [
+            SearchHit(path=path, rank=index + 1, snippet=snippet, sha256=sha, version=version)
+            for index, (path, snippet, sha, version) in enumerate(rows)
         ]

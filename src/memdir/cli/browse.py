@@ -70,5 +70,5 @@ def grep(app: App, pattern: str, prefix: str, ignore_case: bool, context: int, l
 def search(app: App, query: str, prefix: str, limit: int) -> None:
     """Ranked full-text search: plain words match any term; "phrases" and prefix* work."""
     hits = app.service().search(app.principal, app.store, query, prefix=prefix, limit=limit)
-    lines = [f"{h.path}\tscore {h.score:.4g}\n    {' '.join(h.snippet.split())}" for h in hits]
+    lines = [f"{h.rank}\t{h.path}\n    {' '.join(h.snippet.split())}" for h in hits]
     emit(app.as_json, hits, "\n".join(lines))

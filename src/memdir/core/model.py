@@ -354,8 +354,11 @@ class GrepMatch:
 
 @dataclass(frozen=True)
 class SearchHit:
+    """One search result. ``rank`` is its 1-based position; no relevance number is given,
+    since any such number would be a function of the collection, not of this file alone."""
+
     path: str
-    score: float
+    rank: int
     snippet: str
     sha256: str
     version: int

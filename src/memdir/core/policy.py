@@ -34,8 +34,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from memdir.core.errors import InvalidContent
-from memdir.core.globs import compile_glob, literal_prefix
+from memdir.core.globs import Glob, compile_glob, literal_prefix
 from memdir.core.model import Principal
+from memdir.core.ranges import minimal_prefixes
 
 __all__ = [
     "ACTIONS",
@@ -280,13 +281,14 @@ def glob_escape(value: str) -> str:
 @dataclass
 class _Compiled:
     rule: Rule
-    regex: re.Pattern[str]
+    regex: Glob
     granted: frozenset[str]
 
 
 @dataclass
 class _PrincipalRules:
     by_prefix: dict[str, list[_Compiled]] = field(default_factory=dict)
+    read_prefixes: tuple[str, ...] | None = None  # computed on first use
 
 
 class CompiledPolicy:
@@ -314,6 +316,25 @@ class CompiledPolicy:
                 self._cache.clear()
             self._cache[key] = found
         return found
+
+    def read_prefixes(self, principal: Principal) -> tuple[str, ...] | None:
+        """Directory prefixes bounding every path ``principal`` may read (None: anything).
+
+        Each allow rule granting read (``admin`` included) is filed under its glob's literal
+        prefix, and a glob matches only that prefix and paths under it; deny rules only
+        narrow. Cached with the principal's rule index.
+        """
+        if principal.is_owner:
+            return None
+        rules = self._rules_for(principal)
+        if rules.read_prefixes is None:
+            prefixes = [
+                prefix
+                for prefix, compiled in rules.by_prefix.items()
+                if any(c.rule.effect == "allow" and "read" in c.granted for c in compiled)
+            ]
+            rules.read_prefixes = minimal_prefixes(prefixes)
+        return None if rules.read_prefixes == ("/",) else rules.read_prefixes
 
     def _candidates(self, rules: _PrincipalRules, path: str) -> Iterable[_Compiled]:
         """Rules filed under the root, each ancestor of ``path``, and ``path`` itself.

@@ -403,7 +403,7 @@ class MemoryTools:
             lines = [f"{len(hits)} result{'s' if len(hits) != 1 else ''} for {query!r}:"]
             for hit in hits:
                 shown = self.ns.display(hit.path, where.alias)
-                lines.append(f"{shown} (score {hit.score:.3g}, version {hit.version})")
+                lines.append(f"{hit.rank}. {shown} (version {hit.version})")
                 lines.append(f"    {' '.join(hit.snippet.split())}")
             return "\n".join(lines)
 

@@ -28,8 +28,9 @@ from memdir.core.errors import BackendError, Conflict, InvalidInput
 from memdir.storage.schema import HEAD_REVISION
 
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
 
+    from memdir.core.ranges import PathRange
     from memdir.search.query import Query
     from memdir.storage.repository import Repository
 
@@ -72,14 +73,19 @@ class Dialect(Protocol):
     def unindex_file(self, conn: Connection, file_id: int) -> None: ...
     def indexed_files(self, conn: Connection) -> list[tuple[int, str]]: ...
     def search(
-        self, conn: Connection, store_id: int, query: Query, lo: str, hi: str | None, limit: int
-    ) -> Sequence[sa.Row[Any]]: ...
+        self,
+        conn: Connection,
+        store_id: int,
+        query: Query,
+        ranges: Sequence[PathRange] | None,
+        limit: int,
+        readable: Callable[[str], bool],
+    ) -> list[tuple[str, str, str, int]]: ...
     def grep_candidates(
         self,
         conn: Connection,
         store_id: int,
-        lo: str,
-        hi: str | None,
+        ranges: Sequence[PathRange] | None,
         literals: Sequence[str],
         ignore_case: bool,
     ) -> Iterator[sa.Row[Any]]: ...

@@ -15,7 +15,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +23,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from memdir.core.errors import InvalidInput
+from memdir.core.ranges import PathRange
 from memdir.search.query import Query
 from memdir.search.tsquery import compile_tsquery
 
@@ -30,6 +31,22 @@ __all__ = ["CONNECT_TIMEOUT_S", "PostgresDialect"]
 
 #: Seconds a connection attempt may take (libpq ``connect_timeout``) when the URL sets none.
 CONNECT_TIMEOUT_S = 5
+
+
+def _range_sql(column: str, ranges: Sequence[PathRange] | None) -> tuple[str, dict[str, Any]]:
+    """`` AND (...)`` keeping ``column`` in ``ranges`` (nothing for None), and its values."""
+    if ranges is None:
+        return "", {}
+    clauses: list[str] = []
+    params: dict[str, Any] = {}
+    for i, r in enumerate(ranges):
+        params[f"lo{i}"], params[f"hi{i}"] = r.lo, r.hi
+        clause = f"({column} >= :lo{i} AND {column} < :hi{i})"
+        if r.exact is not None:
+            params[f"ex{i}"] = r.exact
+            clause = f"({column} = :ex{i} OR {clause})"
+        clauses.append(clause)
+    return " AND (" + (" OR ".join(clauses) or "false") + ")", params
 
 
 class PostgresDialect:
@@ -108,58 +125,74 @@ class PostgresDialect:
         conn: Connection,
         store_id: int,
         query: Query,
-        lo: str,
-        hi: str | None,
+        ranges: Sequence[PathRange] | None,
         limit: int,
-    ) -> Sequence[sa.Row[Any]]:
-        """Rank live files matching ``query`` in ``[lo, hi)``; snippets for the top rows only."""
+        readable: Callable[[str], bool],
+    ) -> list[tuple[str, str, str, int]]:
+        """The best ``limit`` readable matches: (path, snippet, sha256, version), best first.
+
+        ``ts_rank`` (normalisation 0) is a function of one document and the query, so the
+        order of readable files is the same whatever else the index holds; the window of
+        ranked rows grows until ``limit`` readable ones are found or the matches run out.
+        """
         compiled = compile_tsquery(query)
         if compiled is None:
             return []
         tsquery, params = compiled
-        path_filter = "AND s.path >= :lo AND s.path < :hi" if hi is not None else ""
+        where, range_params = _range_sql("s.path", ranges)
+        params.update(range_params, store_id=store_id)
         sql = (
-            f"WITH q AS (SELECT {tsquery} AS tsq), top AS ("
-            "SELECT s.file_id, s.body, ts_rank(s.tsv, q.tsq) AS score, q.tsq "
-            "FROM search_index s, q "
-            f"WHERE s.store_id = :store_id AND s.tsv @@ q.tsq {path_filter} "
-            "ORDER BY score DESC, s.path LIMIT :limit) "  # ties: by path, stable
-            "SELECT h.path, top.score, "
-            "ts_headline('english', top.body, top.tsq, "
-            "'StartSel=[,StopSel=],MaxWords=24,MinWords=8,MaxFragments=1') AS snippet, "
-            "h.sha256, h.version FROM top JOIN heads h ON h.file_id = top.file_id "
-            "ORDER BY top.score DESC, h.path"
+            f"WITH q AS (SELECT {tsquery} AS tsq) "
+            "SELECT s.file_id, s.path FROM search_index s, q "
+            f"WHERE s.store_id = :store_id AND s.tsv @@ q.tsq {where} "
+            "ORDER BY ts_rank(s.tsv, q.tsq) DESC, s.path LIMIT :window"  # ties: by path
         )
-        params.update(store_id=store_id, lo=lo, hi=hi, limit=limit)
-        return conn.execute(sa.text(sql), params).all()
+        window = limit
+        while True:
+            rows = conn.execute(sa.text(sql), {**params, "window": window}).all()
+            hits = [(int(r[0]), str(r[1])) for r in rows if readable(r[1])]
+            if len(hits) >= limit or len(rows) < window:
+                break
+            window *= 4
+        hits = hits[:limit]
+        if not hits:
+            return []
+        details = conn.execute(
+            sa.text(
+                f"WITH q AS (SELECT {tsquery} AS tsq) "
+                "SELECT s.file_id, ts_headline('english', s.body, q.tsq, "
+                "'StartSel=[,StopSel=],MaxWords=24,MinWords=8,MaxFragments=1'), "
+                "h.sha256, h.version FROM search_index s JOIN heads h ON h.file_id = s.file_id, "
+                "q WHERE s.file_id = ANY(:ids)"
+            ),
+            {**compiled[1], "ids": [fid for fid, _ in hits]},
+        ).all()
+        by_id = {int(r[0]): (str(r[1]), str(r[2]), int(r[3])) for r in details}
+        return [(path, *by_id[fid]) for fid, path in hits if fid in by_id]
 
     def grep_candidates(
         self,
         conn: Connection,
         store_id: int,
-        lo: str,
-        hi: str | None,
+        ranges: Sequence[PathRange] | None,
         literals: Sequence[str],
         ignore_case: bool,
     ) -> Iterator[sa.Row[Any]]:
-        """(path, content) of live files in ``[lo, hi)`` containing every literal.
+        """(path, content) of live files in ``ranges`` containing every literal.
 
         ``LIKE`` / ``ILIKE`` with escaped literals, served by the ``pg_trgm`` GIN index on
         ``search_index.body`` when a literal has three or more characters.
         """
-        where = ["store_id = :store_id"]
-        params: dict[str, Any] = {"store_id": store_id}
-        if hi is not None:
-            where.append("path >= :lo AND path < :hi")
-            params.update(lo=lo, hi=hi)
+        where, params = _range_sql("path", ranges)
+        params["store_id"] = store_id
         operator = "ILIKE" if ignore_case else "LIKE"
         for index, literal in enumerate(literals):
             escaped = literal.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
-            where.append(f"body {operator} :lit{index}")
+            where += f" AND body {operator} :lit{index}"
             params[f"lit{index}"] = f"%{escaped}%"
         sql = (
             "SELECT path, body AS content FROM search_index "
-            f"WHERE {' AND '.join(where)} ORDER BY path"
+            f"WHERE store_id = :store_id {where} ORDER BY path"
         )
         yield from conn.execute(sa.text(sql), params)
 

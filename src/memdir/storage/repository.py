@@ -13,13 +13,14 @@ named tuples with the same attribute names as the Core rows.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from memdir.core.paths import descendant_range
+from memdir.core.ranges import PathRange, readable_ranges
 from memdir.search.query import Query
 from memdir.storage.database import Dialect
 from memdir.storage.schema import blobs, commits, files, heads, proposals, stores, versions
@@ -49,6 +50,17 @@ class HeadRow(NamedTuple):
 
 
 _HEAD_COLUMNS = "store_id, path, file_id, version, sha256, size, revision, updated_at"
+
+
+def in_ranges(column: Any, ranges: Sequence[PathRange]) -> Any:
+    """A WHERE clause: ``column`` lies in one of ``ranges`` (each a key range and a path)."""
+    clauses = []
+    for r in ranges:
+        clause: Any = sa.and_(column >= r.lo, column < r.hi)
+        if r.exact is not None:
+            clause = sa.or_(column == r.exact, clause)
+        clauses.append(clause)
+    return sa.or_(*clauses) if clauses else sa.false()
 
 
 def _first_key(result: sa.CursorResult[Any]) -> Any:
@@ -186,10 +198,21 @@ class Repository:
         return None if row is None else str(row[0])
 
     def heads_under(
-        self, store_id: int, directory: str, *, with_content: bool = False
+        self,
+        store_id: int,
+        directory: str,
+        *,
+        with_content: bool = False,
+        prefixes: Sequence[str] | None = None,
     ) -> Iterator[Row]:
-        """Live files under ``directory`` in path order (streamed)."""
-        lo, hi = descendant_range(directory)
+        """Live files strictly under ``directory`` in path order (streamed).
+
+        ``prefixes`` (see :mod:`memdir.core.ranges`) restricts the scan to the key ranges a
+        caller may read; None scans the whole directory.
+        """
+        ranges = readable_ranges(directory, prefixes)
+        if ranges == []:
+            return
         columns: list[Any] = [heads]
         query_from: Any = heads
         if with_content:
@@ -203,18 +226,23 @@ class Repository:
             .where(heads.c.store_id == store_id)
             .order_by(heads.c.path)
         )
-        if directory != "/":
-            query = query.where(heads.c.path >= lo, heads.c.path < hi)
+        if ranges is not None:
+            query = query.where(in_ranges(heads.c.path, ranges))
         yield from self.conn.execute(query)
 
     def grep_candidates(
-        self, store_id: int, directory: str, literals: Sequence[str], ignore_case: bool
+        self,
+        store_id: int,
+        directory: str,
+        literals: Sequence[str],
+        ignore_case: bool,
+        prefixes: Sequence[str] | None = None,
     ) -> Iterator[Row]:
         """Live files under ``directory`` (path, content) that contain every literal."""
-        lo, hi = descendant_range(directory)
-        yield from self.dialect.grep_candidates(
-            self.conn, store_id, lo, None if directory == "/" else hi, literals, ignore_case
-        )
+        ranges = readable_ranges(directory, prefixes)
+        if ranges == []:
+            return
+        yield from self.dialect.grep_candidates(self.conn, store_id, ranges, literals, ignore_case)
 
     def insert_head(
         self,
@@ -425,9 +453,23 @@ class Repository:
         until: dt.datetime | None = None,
         before_revision: int | None = None,
         limit: int = 50,
+        prefixes: Sequence[str] | None = None,
     ) -> Sequence[Row]:
-        """Commits newest first, filtered; ``prefix`` keeps commits touching a path under it."""
+        """Commits newest first, filtered; ``prefix`` keeps commits touching a path under it,
+        ``prefixes`` (the caller's readable ones) commits touching a path in their ranges."""
         query = sa.select(commits).where(commits.c.store_id == store_id)
+        if prefixes is not None:
+            ranges = readable_ranges("/", prefixes)
+            if ranges == []:
+                return []
+            if ranges is not None:
+                touched_readable = sa.select(versions.c.commit_id).where(
+                    versions.c.store_id == store_id,
+                    sa.or_(
+                        in_ranges(versions.c.path, ranges), in_ranges(versions.c.old_path, ranges)
+                    ),
+                )
+                query = query.where(commits.c.id.in_(touched_readable))
         if actor is not None:
             query = query.where(commits.c.actor == actor)
         if session is not None:
@@ -471,8 +513,20 @@ class Repository:
     def unindex_file(self, file_id: int) -> None:
         self.dialect.unindex_file(self.conn, file_id)
 
-    def search(self, store_id: int, query: Query, directory: str, limit: int) -> Sequence[Row]:
-        lo, hi = descendant_range(directory)
-        return self.dialect.search(
-            self.conn, store_id, query, lo, None if directory == "/" else hi, limit
-        )
+    def search(
+        self,
+        store_id: int,
+        query: Query,
+        directory: str,
+        limit: int,
+        readable: Callable[[str], bool],
+        prefixes: Sequence[str] | None = None,
+    ) -> list[tuple[str, str, str, int]]:
+        """The best ``limit`` matches ``readable`` accepts: (path, snippet, sha256, version).
+
+        Ranked over the readable matches only (see :mod:`memdir.search.rank`).
+        """
+        ranges = readable_ranges(directory, prefixes)
+        if ranges == []:
+            return []
+        return self.dialect.search(self.conn, store_id, query, ranges, limit, readable)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import sqlite3
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -27,8 +27,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from memdir.core.errors import InvalidInput
-from memdir.search.fts5 import compile_match
+from memdir.core.ranges import PathRange
+from memdir.search.fts5 import compile_match, compile_term
 from memdir.search.query import Query
+from memdir.search.rank import BODY_WEIGHT, PATH_WEIGHT, Doc, bm25_top
 
 __all__ = ["SYNCHRONOUS", "SQLiteDialect"]
 
@@ -38,6 +40,22 @@ SYNCHRONOUS = ("normal", "full")
 
 def _cursor(conn: Connection) -> Any:
     return conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
+
+
+def _range_sql(column: str, ranges: Sequence[PathRange] | None) -> tuple[str, list[str]]:
+    """`` AND (...)`` keeping ``column`` in ``ranges`` (nothing for None), and its values."""
+    if ranges is None:
+        return "", []
+    clauses: list[str] = []
+    params: list[str] = []
+    for r in ranges:
+        if r.exact is None:
+            clauses.append(f"({column} >= ? AND {column} < ?)")
+            params += [r.lo, r.hi]
+        else:
+            clauses.append(f"({column} = ? OR ({column} >= ? AND {column} < ?))")
+            params += [r.exact, r.lo, r.hi]
+    return " AND (" + (" OR ".join(clauses) or "0") + ")", params
 
 
 BUSY_TIMEOUT_MS = 60_000
@@ -140,55 +158,88 @@ class SQLiteDialect:
         conn: Connection,
         store_id: int,
         query: Query,
-        lo: str,
-        hi: str | None,
+        ranges: Sequence[PathRange] | None,
         limit: int,
-    ) -> Sequence[sa.Row[Any]]:
-        """Rank live files of a store matching ``query`` within the path range ``[lo, hi)``.
+        readable: Callable[[str], bool],
+    ) -> list[tuple[str, str, str, int]]:
+        """The best ``limit`` readable matches: (path, snippet, sha256, version), best first.
 
-        Columns: path, score (higher is better), snippet, sha256, version.
+        BM25 is computed here over the readable matches only (see :mod:`memdir.search.rank`):
+        FTS5's own ``bm25()`` takes its statistics from the whole table — every store, every
+        file — so the order would depend on documents the caller cannot read. Per term, one
+        MATCH gives each file's occurrence counts: ``highlight()`` with a one-character
+        opening marker and an empty closing one is exactly that many characters longer than
+        the column, so the counting happens in SQL and no text is fetched.
         """
+        where, params = _range_sql("h.path", ranges)
+        counts: dict[int, list[float]] = {}
+        found: dict[int, tuple[str, str, int, int]] = {}
+        denied: set[int] = set()
+        terms = query.terms
+        for index, term in enumerate(terms):
+            sql = (
+                "SELECT h.file_id, h.path, h.sha256, h.version, "
+                "length(search_fts.path) + length(search_fts.body), "
+                "length(highlight(search_fts, 0, char(1), '')) - length(search_fts.path), "
+                "length(highlight(search_fts, 1, char(1), '')) - length(search_fts.body) "
+                "FROM search_fts JOIN heads h ON h.file_id = search_fts.rowid "
+                f"WHERE search_fts MATCH ? AND h.store_id = ? {where}"
+            )
+            for row in _cursor(conn).execute(sql, (compile_term(term), store_id, *params)):
+                file_id = int(row[0])
+                tf = counts.get(file_id)
+                if tf is None:
+                    if file_id in denied:
+                        continue
+                    if not readable(row[1]):
+                        denied.add(file_id)
+                        continue
+                    found[file_id] = (row[1], row[2], int(row[3]), int(row[4]))
+                    tf = counts[file_id] = [0.0] * len(terms)
+                tf[index] = PATH_WEIGHT * int(row[5]) + BODY_WEIGHT * int(row[6])
+        docs = [Doc(fid, found[fid][0], found[fid][3], tuple(tf)) for fid, tf in counts.items()]
+        best = bm25_top(docs, len(terms), limit)
+        snippets = self._snippets(conn, query, [d.file_id for d in best])
+        return [
+            (d.path, snippets.get(d.file_id, ""), found[d.file_id][1], found[d.file_id][2])
+            for d in best
+        ]
+
+    def _snippets(self, conn: Connection, query: Query, file_ids: list[int]) -> dict[int, str]:
         match = compile_match(query)
-        if match is None:
-            return []
-        path_filter = "AND h.path >= ? AND h.path < ?" if hi is not None else ""
-        params: tuple[Any, ...] = (match, store_id) + ((lo, hi) if hi is not None else ())
-        sql = (
-            "SELECT h.path, -bm25(search_fts, 0.5, 1.0) AS score, "
-            "snippet(search_fts, 1, '[', ']', '…', 24) AS snippet, h.sha256, h.version "
-            "FROM search_fts JOIN heads h ON h.file_id = search_fts.rowid "
-            f"WHERE search_fts MATCH ? AND h.store_id = ? {path_filter} "
-            "ORDER BY bm25(search_fts, 0.5, 1.0), h.path LIMIT ?"  # ties: by path, stable
+        if match is None or not file_ids:
+            return {}
+        marks = ", ".join("?" for _ in file_ids)
+        rows = _cursor(conn).execute(
+            "SELECT rowid, snippet(search_fts, 1, '[', ']', '…', 24) FROM search_fts "
+            f"WHERE search_fts MATCH ? AND rowid IN ({marks})",
+            (match, *file_ids),
         )
-        return conn.exec_driver_sql(sql, (*params, limit)).all()
+        return {int(r[0]): str(r[1]) for r in rows}
 
     def grep_candidates(
         self,
         conn: Connection,
         store_id: int,
-        lo: str,
-        hi: str | None,
+        ranges: Sequence[PathRange] | None,
         literals: Sequence[str],
         ignore_case: bool,
     ) -> Iterator[sa.Row[Any]]:
-        """(path, content) of live files in ``[lo, hi)`` containing every literal.
+        """(path, content) of live files in ``ranges`` containing every literal.
 
         ``instr`` is an exact substring test; with ``ignore_case`` the literals are lowercase
         ASCII and ``lower()`` (ASCII folding in SQLite) is applied to the content.
         """
-        where = ["h.store_id = ?"]
-        params: list[Any] = [store_id]
-        if hi is not None:
-            where.append("h.path >= ? AND h.path < ?")
-            params += [lo, hi]
+        where, range_params = _range_sql("h.path", ranges)
+        params: list[Any] = [store_id, *range_params]
         haystack = "lower(b.content)" if ignore_case else "b.content"
         for literal in literals:
-            where.append(f"instr({haystack}, ?) > 0")
+            where += f" AND instr({haystack}, ?) > 0"
             params.append(literal)
         sql = (
             "SELECT h.path, b.content FROM heads h JOIN blobs b "
             "ON b.store_id = h.store_id AND b.sha256 = h.sha256 "
-            f"WHERE {' AND '.join(where)} ORDER BY h.path"
+            f"WHERE h.store_id = ? {where} ORDER BY h.path"
         )
         yield from conn.exec_driver_sql(sql, tuple(params))
 

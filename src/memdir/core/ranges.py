@@ -1,0 +1,68 @@
+"""Key ranges of paths a caller may read, so listing queries touch only those.
+
+A policy grants read through globs, and every path a glob matches is its literal directory
+prefix or lies under it (:func:`memdir.core.globs.literal_prefix`). The union of those
+prefixes over a principal's allow rules — intersected with its token's — bounds everything
+it may read. Listing queries (tree, glob, grep, search, the commit log) are restricted to the
+matching key ranges in SQL, so their cost follows what the caller may read rather than the
+store's size; the exact per-path decision still runs on each row that comes back.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import NamedTuple
+
+from memdir.core.paths import descendant_range, is_under
+
+__all__ = ["PathRange", "intersect_prefixes", "minimal_prefixes", "readable_ranges"]
+
+
+class PathRange(NamedTuple):
+    """Paths in ``[lo, hi)``, plus the single path ``exact`` when it is not None."""
+
+    lo: str
+    hi: str
+    exact: str | None
+
+    def holds(self, path: str) -> bool:
+        return path == self.exact or self.lo <= path < self.hi
+
+
+def minimal_prefixes(prefixes: Iterable[str]) -> tuple[str, ...]:
+    """The prefixes with any that lies under another dropped, sorted."""
+    out: list[str] = []
+    for prefix in sorted(set(prefixes)):
+        if not any(is_under(prefix, kept) for kept in out):
+            out.append(prefix)
+    return tuple(out)
+
+
+def intersect_prefixes(a: Sequence[str] | None, b: Sequence[str] | None) -> tuple[str, ...] | None:
+    """Prefixes covering what both cover (None stands for everything)."""
+    if a is None:
+        return None if b is None else minimal_prefixes(b)
+    if b is None:
+        return minimal_prefixes(a)
+    both = [p for p in a if any(is_under(p, q) for q in b)]
+    both += [q for q in b if any(is_under(q, p) for p in a)]
+    return minimal_prefixes(both)
+
+
+def readable_ranges(directory: str, prefixes: Sequence[str] | None) -> list[PathRange] | None:
+    """The key ranges of paths strictly under ``directory`` that ``prefixes`` may cover.
+
+    None means no restriction at all (the root, unrestricted); an empty list means nothing
+    can be readable there, so no query needs to run.
+    """
+    if prefixes is None:
+        return None if directory == "/" else [PathRange(*descendant_range(directory), None)]
+    out: list[PathRange] = []
+    for prefix in minimal_prefixes(prefixes):
+        if prefix == "/":
+            return readable_ranges(directory, None)
+        if directory != "/" and is_under(directory, prefix):
+            return [PathRange(*descendant_range(directory), None)]
+        if is_under(prefix, directory) and prefix != directory:
+            out.append(PathRange(*descendant_range(prefix), prefix))
+    return out
