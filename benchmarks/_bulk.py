@@ -347,7 +347,7 @@ class MemdirLoader:
                         repo, "search_index", ("file_id", "store_id", "path", "body"), new_index
                     )
                     for file_id, path, text in changed_index:
-                        repo.index_file(file_id, path, text)
+                        repo.index_file(file_id, path, text, store_id=self.store_id)
                     changed_index = []
                 # Reserve the file ids used above in the sequence, as inserts would.
                 cursor.execute(
@@ -356,9 +356,9 @@ class MemdirLoader:
                 )
             else:
                 for file_id, _store, path, text in new_index:
-                    repo.index_file(file_id, path, text, new=True)
+                    repo.index_file(file_id, path, text, store_id=self.store_id, new=True)
             for file_id, path, text in changed_index:
-                repo.index_file(file_id, path, text)
+                repo.index_file(file_id, path, text, store_id=self.store_id)
             cursor.execute(
                 self.db.dialect.sql("UPDATE stores SET revision = ? WHERE id = ?"),
                 (self.revision, self.store_id),
@@ -656,7 +656,7 @@ def store_rows(svc: memdir.MemoryService, store: str) -> dict[str, list[Any]]:
         if svc.db.url.get_backend_name() == "postgresql":
             index_sql = "SELECT file_id, path, body, tsv::text FROM search_index"
         else:
-            index_sql = "SELECT rowid, path, body, NULL FROM search_fts"
+            index_sql = f"SELECT rowid, path, body, NULL FROM search_fts_{int(store_id)}"
         out["search index"] = sorted(
             (first_path[int(r[0])], r[1], r[2], r[3])
             for r in conn.exec_driver_sql(index_sql)

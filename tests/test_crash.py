@@ -145,7 +145,9 @@ def _check_after_crashes(db: Path, acks: list[tuple[int, int, str]], *, in_fligh
                 "SELECT name FROM sqlite_master WHERE type = 'table' AND sql LIKE '%USING fts5%'"
             )
         ]
-        assert "search_fts" in fts5_tables
+        (store_id,) = raw.execute("SELECT id FROM stores WHERE name = ?", (STORE,)).fetchone()
+        fts_table = f"search_fts_{store_id}"
+        assert fts_table in fts5_tables
         for name in fts5_tables:  # raises sqlite3.DatabaseError on a corrupt index
             raw.execute(f"INSERT INTO {name}({name}) VALUES ('integrity-check')")
         commits = {
@@ -157,7 +159,7 @@ def _check_after_crashes(db: Path, acks: list[tuple[int, int, str]], *, in_fligh
         )
         (revision,) = raw.execute("SELECT revision FROM stores WHERE name = ?", (STORE,)).fetchone()
         heads = set(raw.execute("SELECT file_id, path FROM heads").fetchall())
-        fts = set(raw.execute("SELECT rowid, path FROM search_fts").fetchall())
+        fts = set(raw.execute(f"SELECT rowid, path FROM {fts_table}").fetchall())
         (counter,) = raw.execute(
             "SELECT b.content FROM heads h JOIN blobs b ON b.sha256 = h.sha256 "
             "WHERE h.path = '/counter.md'"

@@ -101,7 +101,7 @@ class GovernanceMixin(ServiceBase):
                 ).scalars()
             )
             for file_id in file_ids:
-                writer.repo.unindex_file(file_id)
+                writer.repo.unindex_file(file_id, store_id=store_id)
             counts["files"] = len(file_ids)
             counts["versions"] = conn.execute(
                 sa.delete(versions).where(versions.c.file_id.in_(file_ids))

@@ -216,7 +216,7 @@ class CommitWriter:
             file_id=file_id,
             **self._head_values(number, sha, size),
         )
-        self.repo.index_file(file_id, path, content, new=True)
+        self.repo.index_file(file_id, path, content, store_id=self.store_id, new=True)
         return self._version(file_id, number, "created", path, sha, size, op)
 
     def modify(self, head: Row, content: str, op: str) -> OpResult:
@@ -227,14 +227,14 @@ class CommitWriter:
         values = self._head_values(number, sha, size)
         if not self.repo.cas_update_head(self.store_id, head.path, head.sha256, **values):
             raise self._lost_race(head.path)
-        self.repo.index_file(head.file_id, head.path, content)
+        self.repo.index_file(head.file_id, head.path, content, store_id=self.store_id)
         return self._version(head.file_id, number, "modified", head.path, sha, size, op)
 
     def delete(self, head: Row, op: str) -> OpResult:
         self.access.require("write", head.path)
         if not self.repo.delete_head(self.store_id, head.path, head.sha256):
             raise self._lost_race(head.path)
-        self.repo.unindex_file(head.file_id)
+        self.repo.unindex_file(head.file_id, store_id=self.store_id)
         return self._version(head.file_id, head.version + 1, "deleted", head.path, None, 0, op)
 
     def move(self, head: Row, new_path: str, op: str) -> OpResult:
@@ -260,7 +260,7 @@ class CommitWriter:
             file_id=head.file_id,
             **self._head_values(number, head.sha256, head.size),
         )
-        self.repo.index_file(head.file_id, new_path, self._content(head))
+        self.repo.index_file(head.file_id, new_path, self._content(head), store_id=self.store_id)
         return self._version(
             head.file_id,
             number,

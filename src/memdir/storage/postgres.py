@@ -92,8 +92,14 @@ class PostgresDialect:
 
         return Json(value)
 
+    def create_index(self, conn: Connection, store_id: int) -> None:
+        return None  # one search_index table, filtered by store_id
+
+    def drop_index(self, conn: Connection, store_id: int) -> None:
+        conn.execute(sa.text("DELETE FROM search_index WHERE store_id = :s"), {"s": store_id})
+
     def index_file(
-        self, conn: Connection, file_id: int, path: str, content: str, *, new: bool
+        self, conn: Connection, store_id: int, file_id: int, path: str, content: str, *, new: bool
     ) -> None:
         params = {"file_id": file_id, "path": path, "body": content}
         if not new:
@@ -113,7 +119,7 @@ class PostgresDialect:
             params,
         )
 
-    def unindex_file(self, conn: Connection, file_id: int) -> None:
+    def unindex_file(self, conn: Connection, store_id: int, file_id: int) -> None:
         conn.execute(sa.text("DELETE FROM search_index WHERE file_id = :f"), {"f": file_id})
 
     def indexed_files(self, conn: Connection) -> list[tuple[int, str]]:

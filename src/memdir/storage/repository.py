@@ -122,16 +122,16 @@ class Repository:
             .values(name=name, revision=0, created_at=now)
             .returning(stores.c.id)
         ).scalar()
-        return None if value is None else int(value)
+        if value is None:
+            return None
+        self.dialect.create_index(self.conn, int(value))
+        return int(value)
 
     def archive_store(self, store_id: int, now: dt.datetime) -> None:
         self.conn.execute(sa.update(stores).where(stores.c.id == store_id).values(archived_at=now))
 
     def delete_store(self, store_id: int) -> None:
-        for file_id in self.conn.execute(
-            sa.select(heads.c.file_id).where(heads.c.store_id == store_id)
-        ).scalars():
-            self.dialect.unindex_file(self.conn, file_id)
+        self.dialect.drop_index(self.conn, store_id)
         for table in (heads, versions, commits, blobs, files, proposals):
             self.conn.execute(sa.delete(table).where(table.c.store_id == store_id))
         self.conn.execute(sa.delete(stores).where(stores.c.id == store_id))
@@ -506,12 +506,14 @@ class Repository:
 
     # --- search ---------------------------------------------------------------------------
 
-    def index_file(self, file_id: int, path: str, content: str, *, new: bool = False) -> None:
-        """Put a live file in the search index (``new``: it is not indexed yet)."""
-        self.dialect.index_file(self.conn, file_id, path, content, new=new)
+    def index_file(
+        self, file_id: int, path: str, content: str, *, store_id: int, new: bool = False
+    ) -> None:
+        """Put a live file in its store's search index (``new``: it is not indexed yet)."""
+        self.dialect.index_file(self.conn, store_id, file_id, path, content, new=new)
 
-    def unindex_file(self, file_id: int) -> None:
-        self.dialect.unindex_file(self.conn, file_id)
+    def unindex_file(self, file_id: int, *, store_id: int) -> None:
+        self.dialect.unindex_file(self.conn, store_id, file_id)
 
     def search(
         self,

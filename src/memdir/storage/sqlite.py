@@ -10,14 +10,16 @@
   writers, so there is exactly one writer per database file and it holds the lock from its
   first statement — a read-then-write inside a transaction cannot be overtaken — and plain
   ``BEGIN`` for readers, which in WAL mode never block and are never blocked.
-- Full-text search is an FTS5 table ``search_fts(path, body)`` whose rowid is the file id,
-  kept in sync in the writing transaction.
+- Full-text search is one FTS5 table per store, ``search_fts_<store id>(path, body)``, whose
+  rowid is the file id, kept in sync in the writing transaction. One table per store keeps
+  each store's index scans — and so search time — independent of every other store.
 """
 
 from __future__ import annotations
 
 import datetime as dt
 import json
+import re
 import sqlite3
 from collections.abc import Callable, Iterator, Sequence
 from pathlib import Path
@@ -28,14 +30,34 @@ from sqlalchemy.engine import Connection, Engine
 
 from memdir.core.errors import InvalidInput
 from memdir.core.ranges import PathRange
-from memdir.search.fts5 import compile_match, compile_term
+from memdir.search.fts5 import TOKENIZER, compile_match, compile_term
 from memdir.search.query import Query
 from memdir.search.rank import BODY_WEIGHT, PATH_WEIGHT, Doc, bm25_top
 
-__all__ = ["SYNCHRONOUS", "SQLiteDialect"]
+__all__ = ["SYNCHRONOUS", "SQLiteDialect", "create_fts_table", "fts_table", "fts_tables"]
 
 #: The durability levels memdir offers (``PRAGMA synchronous``), the first the default.
 SYNCHRONOUS = ("normal", "full")
+
+_FTS_TABLE = re.compile(r"^search_fts_[0-9]+$")
+
+
+def fts_table(store_id: int) -> str:
+    """The name of a store's FTS5 table (the id is an integer: nothing to quote)."""
+    return f"search_fts_{int(store_id)}"
+
+
+def create_fts_table(cursor: Any, store_id: int) -> None:
+    """(Re)create a store's empty FTS5 table on a DB-API cursor."""
+    table = fts_table(store_id)
+    cursor.execute(f"DROP TABLE IF EXISTS {table}")
+    cursor.execute(f"CREATE VIRTUAL TABLE {table} USING fts5(path, body, tokenize = '{TOKENIZER}')")
+
+
+def fts_tables(conn: Connection) -> list[str]:
+    """Every store's FTS5 table (not their shadow tables)."""
+    names = conn.exec_driver_sql("SELECT name FROM sqlite_master WHERE type = 'table'").scalars()
+    return sorted(str(n) for n in names if _FTS_TABLE.match(str(n)))
 
 
 def _cursor(conn: Connection) -> Any:
@@ -112,22 +134,30 @@ class SQLiteDialect:
 
     # --- full-text index ------------------------------------------------------------------
 
+    def create_index(self, conn: Connection, store_id: int) -> None:
+        """A store's FTS5 table (a leftover of a deleted store with the same id goes first)."""
+        create_fts_table(_cursor(conn), store_id)
+
+    def drop_index(self, conn: Connection, store_id: int) -> None:
+        _cursor(conn).execute(f"DROP TABLE IF EXISTS {fts_table(store_id)}")
+
     def index_file(
-        self, conn: Connection, file_id: int, path: str, content: str, *, new: bool
+        self, conn: Connection, store_id: int, file_id: int, path: str, content: str, *, new: bool
     ) -> None:
         cursor = _cursor(conn)
+        table = fts_table(store_id)
         if new:
             cursor.execute(
-                "INSERT INTO search_fts (rowid, path, body) VALUES (?, ?, ?)",
+                f"INSERT INTO {table} (rowid, path, body) VALUES (?, ?, ?)",
                 (file_id, path, content),
             )
         else:
             cursor.execute(
-                "UPDATE search_fts SET path = ?, body = ? WHERE rowid = ?", (path, content, file_id)
+                f"UPDATE {table} SET path = ?, body = ? WHERE rowid = ?", (path, content, file_id)
             )
 
-    def unindex_file(self, conn: Connection, file_id: int) -> None:
-        _cursor(conn).execute("DELETE FROM search_fts WHERE rowid = ?", (file_id,))
+    def unindex_file(self, conn: Connection, store_id: int, file_id: int) -> None:
+        _cursor(conn).execute(f"DELETE FROM {fts_table(store_id)} WHERE rowid = ?", (file_id,))
 
     # --- values on the driver path (as SQLAlchemy stores them) ----------------------------
 
@@ -150,8 +180,11 @@ class SQLiteDialect:
 
     def indexed_files(self, conn: Connection) -> list[tuple[int, str]]:
         """(file id, path) of every indexed row, for consistency checks."""
-        rows = conn.exec_driver_sql("SELECT rowid, path FROM search_fts").all()
-        return [(int(r[0]), str(r[1])) for r in rows]
+        out: list[tuple[int, str]] = []
+        for table in fts_tables(conn):
+            rows = conn.exec_driver_sql(f"SELECT rowid, path FROM {table}").all()
+            out += [(int(r[0]), str(r[1])) for r in rows]
+        return out
 
     def search(
         self,
@@ -176,14 +209,15 @@ class SQLiteDialect:
         found: dict[int, tuple[str, str, int, int]] = {}
         denied: set[int] = set()
         terms = query.terms
+        table = fts_table(store_id)
         for index, term in enumerate(terms):
             sql = (
-                "SELECT h.file_id, h.path, h.sha256, h.version, "
-                "length(search_fts.path) + length(search_fts.body), "
-                "length(highlight(search_fts, 0, char(1), '')) - length(search_fts.path), "
-                "length(highlight(search_fts, 1, char(1), '')) - length(search_fts.body) "
-                "FROM search_fts JOIN heads h ON h.file_id = search_fts.rowid "
-                f"WHERE search_fts MATCH ? AND h.store_id = ? {where}"
+                f"SELECT h.file_id, h.path, h.sha256, h.version, "
+                f"length({table}.path) + length({table}.body), "
+                f"length(highlight({table}, 0, char(1), '')) - length({table}.path), "
+                f"length(highlight({table}, 1, char(1), '')) - length({table}.body) "
+                f"FROM {table} JOIN heads h ON h.file_id = {table}.rowid "
+                f"WHERE {table} MATCH ? AND h.store_id = ? {where}"
             )
             for row in _cursor(conn).execute(sql, (compile_term(term), store_id, *params)):
                 file_id = int(row[0])
@@ -199,20 +233,22 @@ class SQLiteDialect:
                 tf[index] = PATH_WEIGHT * int(row[5]) + BODY_WEIGHT * int(row[6])
         docs = [Doc(fid, found[fid][0], found[fid][3], tuple(tf)) for fid, tf in counts.items()]
         best = bm25_top(docs, len(terms), limit)
-        snippets = self._snippets(conn, query, [d.file_id for d in best])
+        snippets = self._snippets(conn, table, query, [d.file_id for d in best])
         return [
             (d.path, snippets.get(d.file_id, ""), found[d.file_id][1], found[d.file_id][2])
             for d in best
         ]
 
-    def _snippets(self, conn: Connection, query: Query, file_ids: list[int]) -> dict[int, str]:
+    def _snippets(
+        self, conn: Connection, table: str, query: Query, file_ids: list[int]
+    ) -> dict[int, str]:
         match = compile_match(query)
         if match is None or not file_ids:
             return {}
         marks = ", ".join("?" for _ in file_ids)
         rows = _cursor(conn).execute(
-            "SELECT rowid, snippet(search_fts, 1, '[', ']', '…', 24) FROM search_fts "
-            f"WHERE search_fts MATCH ? AND rowid IN ({marks})",
+            f"SELECT rowid, snippet({table}, 1, '[', ']', '…', 24) FROM {table} "
+            f"WHERE {table} MATCH ? AND rowid IN ({marks})",
             (match, *file_ids),
         )
         return {int(r[0]): str(r[1]) for r in rows}
