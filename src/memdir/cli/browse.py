@@ -40,7 +40,7 @@ def glob(app: App, pattern: str) -> None:
 @click.option("-C", "--context", type=int, default=0, help="Lines of context around matches.")
 @click.option("--limit", type=int, default=1000, show_default=True, help="Most matches shown.")
 def grep(app: App, pattern: str, prefix: str, ignore_case: bool, context: int, limit: int) -> None:
-    """Search current content for a regular expression (Python syntax), line by line."""
+    """Search current content for a regular expression (Python syntax, run by RE2), by line."""
     matches = app.service().grep(
         app.principal,
         app.store,

@@ -413,7 +413,11 @@ class MemoryTools:
         self,
         ctx: Ctx,
         pattern: Annotated[
-            str, Field(description="A regular expression (Python syntax), matched per line.")
+            str,
+            Field(
+                description="A regular expression (Python syntax, run by RE2 in linear time: "
+                "no backreferences or lookaround), matched per line."
+            ),
         ],
         prefix: Annotated[str, Field(description="Only files under this directory.")] = "/",
         ignore_case: Annotated[bool, Field(description="Match case-insensitively.")] = False,

@@ -62,7 +62,13 @@ async def glob(
 async def grep(
     ctx: Ctx,
     store: StoreName,
-    pattern: Annotated[str, Query(description="A regular expression (Python syntax).")],
+    pattern: Annotated[
+        str,
+        Query(
+            description="A regular expression (Python syntax, run by RE2 in linear time: "
+            "no backreferences or lookaround)."
+        ),
+    ],
     prefix: Prefix = "/",
     ignore_case: bool = False,
     context: Annotated[int, Query(ge=0, le=20, description="Lines around each match.")] = 0,
