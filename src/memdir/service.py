@@ -444,7 +444,12 @@ class MemoryService(
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
             rows = repo.search(
-                row.id, parsed, directory, limit, access.can_read, access.read_prefixes()
+                row.id,
+                parsed,
+                directory,
+                limit,
+                None if access.policy is None else access.can_read,
+                access.read_prefixes(),
             )
         return [
             SearchHit(path=path, rank=index + 1, snippet=snippet, sha256=sha, version=version)

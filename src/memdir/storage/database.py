@@ -81,7 +81,7 @@ class Dialect(Protocol):
         query: Query,
         ranges: Sequence[PathRange] | None,
         limit: int,
-        readable: Callable[[str], bool],
+        readable: Callable[[str], bool] | None,
     ) -> list[tuple[str, str, str, int]]: ...
     def grep_candidates(
         self,

@@ -133,7 +133,7 @@ class PostgresDialect:
         query: Query,
         ranges: Sequence[PathRange] | None,
         limit: int,
-        readable: Callable[[str], bool],
+        readable: Callable[[str], bool] | None,
     ) -> list[tuple[str, str, str, int]]:
         """The best ``limit`` readable matches: (path, snippet, sha256, version), best first.
 
@@ -156,7 +156,7 @@ class PostgresDialect:
         window = limit
         while True:
             rows = conn.execute(sa.text(sql), {**params, "window": window}).all()
-            hits = [(int(r[0]), str(r[1])) for r in rows if readable(r[1])]
+            hits = [(int(r[0]), str(r[1])) for r in rows if readable is None or readable(r[1])]
             if len(hits) >= limit or len(rows) < window:
                 break
             window *= 4

@@ -521,10 +521,11 @@ class Repository:
         query: Query,
         directory: str,
         limit: int,
-        readable: Callable[[str], bool],
+        readable: Callable[[str], bool] | None,
         prefixes: Sequence[str] | None = None,
     ) -> list[tuple[str, str, str, int]]:
-        """The best ``limit`` matches ``readable`` accepts: (path, snippet, sha256, version).
+        """The best ``limit`` matches ``readable`` accepts (None: all), as (path, snippet,
+        sha256, version).
 
         Ranked over the readable matches only (see :mod:`memdir.search.rank`).
         """

@@ -32,7 +32,7 @@ from memdir.core.errors import InvalidInput
 from memdir.core.ranges import PathRange
 from memdir.search.fts5 import TOKENIZER, compile_match, compile_term
 from memdir.search.query import Query
-from memdir.search.rank import BODY_WEIGHT, PATH_WEIGHT, Doc, bm25_top
+from memdir.search.rank import BODY_WEIGHT, PATH_WEIGHT, top
 
 __all__ = ["SYNCHRONOUS", "SQLiteDialect", "create_fts_table", "fts_table", "fts_tables"]
 
@@ -193,65 +193,69 @@ class SQLiteDialect:
         query: Query,
         ranges: Sequence[PathRange] | None,
         limit: int,
-        readable: Callable[[str], bool],
+        readable: Callable[[str], bool] | None,
     ) -> list[tuple[str, str, str, int]]:
         """The best ``limit`` readable matches: (path, snippet, sha256, version), best first.
 
         BM25 is computed here over the readable matches only (see :mod:`memdir.search.rank`):
-        FTS5's own ``bm25()`` takes its statistics from the whole table — every store, every
-        file — so the order would depend on documents the caller cannot read. Per term, one
-        MATCH gives each file's occurrence counts: ``highlight()`` with a one-character
-        opening marker and an empty closing one is exactly that many characters longer than
-        the column, so the counting happens in SQL and no text is fetched.
+        FTS5's own ``bm25()`` takes its statistics from the whole table, so the order would
+        depend on documents the caller cannot read. Each term's MATCH gives the files that
+        contain it; their heads are read once (unreadable ones dropped); the candidates' term
+        frequencies come from ``highlight()`` with a one-character opening marker and an
+        empty closing one, exactly that many characters longer than the column.
         """
-        where, params = _range_sql("h.path", ranges)
-        counts: dict[int, list[float]] = {}
-        found: dict[int, tuple[str, str, int, int]] = {}
-        denied: set[int] = set()
-        terms = query.terms
         table = fts_table(store_id)
-        for index, term in enumerate(terms):
-            sql = (
-                f"SELECT h.file_id, h.path, h.sha256, h.version, "
-                f"length({table}.path) + length({table}.body), "
-                f"length(highlight({table}, 0, char(1), '')) - length({table}.path), "
-                f"length(highlight({table}, 1, char(1), '')) - length({table}.body) "
-                f"FROM {table} JOIN heads h ON h.file_id = {table}.rowid "
-                f"WHERE {table} MATCH ? AND h.store_id = ? {where}"
-            )
-            for row in _cursor(conn).execute(sql, (compile_term(term), store_id, *params)):
-                file_id = int(row[0])
-                tf = counts.get(file_id)
-                if tf is None:
-                    if file_id in denied:
-                        continue
-                    if not readable(row[1]):
-                        denied.add(file_id)
-                        continue
-                    found[file_id] = (row[1], row[2], int(row[3]), int(row[4]))
-                    tf = counts[file_id] = [0.0] * len(terms)
-                tf[index] = PATH_WEIGHT * int(row[5]) + BODY_WEIGHT * int(row[6])
-        docs = [Doc(fid, found[fid][0], found[fid][3], tuple(tf)) for fid, tf in counts.items()]
-        best = bm25_top(docs, len(terms), limit)
-        snippets = self._snippets(conn, table, query, [d.file_id for d in best])
-        return [
-            (d.path, snippets.get(d.file_id, ""), found[d.file_id][1], found[d.file_id][2])
-            for d in best
-        ]
+        cursor = _cursor(conn)
+        terms = [compile_term(t) for t in query.terms]
+        having: list[set[int]] = []
+        for term in terms:
+            rows = cursor.execute(f"SELECT rowid FROM {table} WHERE {table} MATCH ?", (term,))
+            having.append({int(r[0]) for r in rows})
+        matched = set().union(*having)
+        if not matched:
+            return []
+        where, params = _range_sql("path", ranges)
+        heads = cursor.execute(
+            "SELECT file_id, path, size FROM heads WHERE store_id = ? "
+            f"AND file_id IN (SELECT value FROM json_each(?)) {where}",
+            (store_id, json.dumps(sorted(matched)), *params),
+        ).fetchall()
+        paths = {int(h[0]): str(h[1]) for h in heads if readable is None or readable(h[1])}
+        lengths = {int(h[0]): int(h[2]) + len(h[1]) for h in heads if int(h[0]) in paths}
+        having = [files & paths.keys() for files in having]
 
-    def _snippets(
+        def frequencies(candidates: list[int]) -> dict[int, list[float]]:
+            ids = json.dumps(candidates)
+            tf: dict[int, list[float]] = {fid: [0.0] * len(terms) for fid in candidates}
+            for index, term in enumerate(terms):
+                rows = cursor.execute(
+                    f"SELECT rowid, length(highlight({table}, 0, char(1), '')) - length(path), "
+                    f"length(highlight({table}, 1, char(1), '')) - length(body) FROM {table} "
+                    f"WHERE {table} MATCH ? AND rowid IN (SELECT value FROM json_each(?))",
+                    (term, ids),
+                )
+                for row in rows:
+                    tf[int(row[0])][index] = PATH_WEIGHT * row[1] + BODY_WEIGHT * row[2]
+            return tf
+
+        best = top(lengths, paths, having, limit, frequencies)
+        return self._results(conn, table, query, best)
+
+    def _results(
         self, conn: Connection, table: str, query: Query, file_ids: list[int]
-    ) -> dict[int, str]:
+    ) -> list[tuple[str, str, str, int]]:
+        """(path, snippet, sha256, version) of ``file_ids``, in that order."""
         match = compile_match(query)
         if match is None or not file_ids:
-            return {}
-        marks = ", ".join("?" for _ in file_ids)
+            return []
         rows = _cursor(conn).execute(
-            f"SELECT rowid, snippet({table}, 1, '[', ']', '…', 24) FROM {table} "
-            f"WHERE {table} MATCH ? AND rowid IN ({marks})",
-            (match, *file_ids),
+            f"SELECT h.file_id, h.path, snippet({table}, 1, '[', ']', '…', 24), h.sha256, "
+            f"h.version FROM {table} CROSS JOIN heads h ON h.file_id = {table}.rowid "
+            f"WHERE {table} MATCH ? AND {table}.rowid IN (SELECT value FROM json_each(?))",
+            (match, json.dumps(file_ids)),
         )
-        return {int(r[0]): str(r[1]) for r in rows}
+        found = {int(r[0]): (str(r[1]), str(r[2]), str(r[3]), int(r[4])) for r in rows}
+        return [found[fid] for fid in file_ids if fid in found]
 
     def grep_candidates(
         self,
