@@ -24,6 +24,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 import memdir
+from memdir.access import METRICS
 from memdir.api.deps import AppState, Ctx, methods_by_route
 from memdir.api.errors import install_error_handlers
 from memdir.api.metrics import Metrics
@@ -41,7 +42,7 @@ from memdir.api.routes import (
 )
 from memdir.api.settings import ApiSettings
 from memdir.api.tokens import TokenCache
-from memdir.core.errors import Forbidden, MemdirError
+from memdir.core.errors import MemdirError
 from memdir.service import MemoryService
 from memdir.settings import Settings
 
@@ -138,14 +139,8 @@ async def _healthz(request: Request) -> JSONResponse:
 
 
 async def _metrics(ctx: Ctx, request: Request) -> Response:
-    """Prometheus text exposition; for members of the ``admins`` group."""
-    principal = ctx.principal
-    scope = principal.scope
-    if "admins" not in principal.groups or (scope is not None and "admin" not in scope.actions):
-        raise Forbidden(
-            f"{principal.id} may not read metrics; use a token of a member of the 'admins' group",
-            principal=principal.id,
-        )
+    """Prometheus text exposition; for administrators (``admin`` on ``/.memdir/db/metrics``)."""
+    ctx.service.require_admin(ctx.principal, METRICS, "read metrics")
     state: AppState = request.app.state.memdir
     body: Any = state.metrics.render()
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")

@@ -5,12 +5,14 @@ A proposal is visible to its author and to whoever may read every path it touche
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import Query
 from fastapi.responses import Response
 
 from memdir.api.deps import (
+    Caller,
     Ctx,
     Cursor,
     IdempotencyKey,
@@ -18,6 +20,7 @@ from memdir.api.deps import (
     Prov,
     StoreName,
     commit_headers,
+    commit_paths,
     merged,
     offset_of,
     offset_page,
@@ -35,6 +38,11 @@ router = v1_router("proposals")
 
 ONE = "/stores/{store}/proposals/{proposal_id}"
 Status = Literal["open", "accepted", "rejected", "conflicted", "superseded", "all"]
+
+
+def _reviewer(ctx: Caller, store: str) -> Callable[[Any], None]:
+    """A replayed review's check: the caller may still write every path of the proposal."""
+    return lambda recorded: ctx.service.authorize(ctx.principal, store, "write", recorded["paths"])
 
 
 @router.get("/stores/{store}/proposals", response_model=Page[Proposal], summary="Proposals")
@@ -67,9 +75,13 @@ async def propose(ctx: Ctx, store: StoreName, body: ProposeBody, prov: Prov) -> 
             statistics=body.statistics, provenance=merged(prov, body),
         )  # fmt: skip
 
+    def check(recorded: Any) -> None:
+        ctx.service.authorize(ctx.principal, store, "propose", recorded["paths"])
+
     return await once(
         ctx, prov.idempotency_key, ["propose", store, body.model_dump(mode="json")], run,
-        status=201, headers=lambda p: {"Location": f"/v1/stores/{store}/proposals/{p['id']}"},
+        authorize=check, status=201,
+        headers=lambda p: {"Location": f"/v1/stores/{store}/proposals/{p['id']}"},
     )  # fmt: skip
 
 
@@ -92,6 +104,9 @@ async def accept(
     return await once(
         ctx, key, ["accept_proposal", store, proposal_id, comment],
         lambda: ctx.service.accept_proposal(ctx.principal, store, proposal_id, comment),
+        authorize=lambda done: ctx.service.authorize(
+            ctx.principal, store, "write", commit_paths(done)
+        ),
         headers=commit_headers,
     )  # fmt: skip
 
@@ -109,6 +124,7 @@ async def reject(
     return await once(
         ctx, key, ["reject_proposal", store, proposal_id, comment],
         lambda: ctx.service.reject_proposal(ctx.principal, store, proposal_id, comment),
+        authorize=_reviewer(ctx, store),
     )  # fmt: skip
 
 
@@ -125,4 +141,5 @@ async def rebase(
     return await once(
         ctx, key, ["rebase_proposal", store, proposal_id, content],
         lambda: ctx.service.rebase_proposal(ctx.principal, store, proposal_id, content=content),
+        authorize=_reviewer(ctx, store),
     )  # fmt: skip
