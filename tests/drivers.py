@@ -827,8 +827,10 @@ def stdio_connect(url: str) -> Callable[[Principal], Any]:
 
     def connect(principal: Principal) -> Any:
         acting = [] if principal.is_owner else ["--as", principal.id]
+        owner = ["--as-owner"] if principal.is_owner else []  # never the owner by default
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "memdir.cli", "--db", url, *acting, "mcp"],
+            command=sys.executable,
+            args=["-m", "memdir.cli", "--db", url, *acting, "mcp", *owner],
             # the memdir this process imported, whatever the environment's install points at
             env={"MEMDIR_LOG_LEVEL": "WARNING", "PYTHONPATH": str(SRC)},
         )  # fmt: skip

@@ -74,6 +74,15 @@ class LocalApp:
     service: LocalService
     bearer: str | None
 
+    @property
+    def acts_as_owner(self) -> bool:
+        """The bearer is the local secret standing for the database owner."""
+        return (
+            self.bearer is not None
+            and self.bearer == self.service._secret
+            and self.service._acting == OWNER.id
+        )
+
     def close(self) -> None:
         self.service.db.close()
 
