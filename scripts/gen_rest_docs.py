@@ -78,7 +78,11 @@ database it registers `user:admin` in group `admins` and prints its token once o
   commit`; `data:` the event as JSON).
 - **Rate limits** are per token (a token bucket; requests without a token count per client
   address): `MEMDIR_RATE_LIMIT=RATE/BURST` (default `50/100`) or `off`. Over it: 429 with
-  `Retry-After`. Each server process keeps its own buckets.
+  `Retry-After`. Failed authentications (401) are limited per client address, whatever token
+  they carry: `MEMDIR_AUTH_FAILURE_LIMIT=RATE/BURST` (default `1/30`) or `off`; an address over
+  it gets 429 until its bucket refills. The client address is the socket peer; only a peer in
+  `MEMDIR_TRUSTED_PROXIES` has its `X-Forwarded-For` / `X-Forwarded-Proto` honoured. Each
+  server process keeps its own buckets.
 - **Metrics** (`/metrics`): `memdir_http_requests_total` and
   `memdir_http_request_duration_seconds` by method, route template and status;
   `memdir_cas_conflicts_total` (412s) by route; `memdir_proposals_created_total` by origin
@@ -86,6 +90,7 @@ database it registers `user:admin` in group `admins` and prints its token once o
   by action; `memdir_rate_limited_total`. Each server process counts its own requests (with
   `memdir serve --workers N`, a scrape sees the worker that answers it).
 - **Server settings** beside those of `docs/configuration.md`: `MEMDIR_RATE_LIMIT`,
+  `MEMDIR_AUTH_FAILURE_LIMIT`, `MEMDIR_TRUSTED_PROXIES`,
   `MEMDIR_TOKEN_CACHE_SECONDS` (how long an authentication is reused, default 1: a token revoked
   through another process stops working here within that time; through this server at once)
   and `MEMDIR_BENCH_ROUTES` (benchmarks only).

@@ -111,10 +111,15 @@ def create_app(
     # Its lifespan (session manager) must run inside this app's lifespan above.
     # -----------------------------------------------------------------------------------------
 
-    limiter = None
+    limiter = failures = None
     if api_settings.rate is not None:
         limiter = RateLimiter(api_settings.rate, api_settings.burst)
-    app.add_middleware(ObserveMiddleware, metrics=state.metrics, limiter=limiter)
+    if api_settings.auth_failure_rate is not None:
+        failures = RateLimiter(api_settings.auth_failure_rate, api_settings.auth_failure_burst)
+    app.add_middleware(
+        ObserveMiddleware, metrics=state.metrics, limiter=limiter, failures=failures,
+        proxies=api_settings.trusted_proxies,
+    )  # fmt: skip
     return app
 
 
