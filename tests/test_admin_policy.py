@@ -27,7 +27,6 @@ from click.testing import CliRunner
 import memdir
 from memdir import OWNER, MemoryService
 from memdir.api import create_app
-from memdir.api.ratelimit import parse_networks
 from memdir.api.settings import ApiSettings
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from memdir.core.model import Principal, Provenance
@@ -269,6 +268,9 @@ async def test_unlabelled_transcripts_follow_the_admin_decision(
     assert listed(env.tokens["read"]) == ["s-unlabelled"]  # reading, with a token that reads
     assert listed(env.tokens["org"]) == []  # the token does not reach /.memdir/db/transcripts
     assert listed(env.tokens["bot"]) == []
+    # The one decision: a token reaching the resource (not necessarily every path) reads them.
+    resource = _token(svc, ADMIN, paths=("/.memdir/db/**",), actions=("read",))
+    assert listed(resource) == ["s-unlabelled"]
     over_rest = await client.get(f"{S}/transcripts", headers=auth(env.tokens["org"]))
     assert over_rest.status_code == 200 and over_rest.json()["items"] == []
 
@@ -390,6 +392,8 @@ async def test_invented_tokens_share_their_address_bucket(env: Env) -> None:
 
 
 async def test_forwarded_for_counts_only_from_a_trusted_proxy(env: Env) -> None:
+    from memdir.api.ratelimit import parse_networks
+
     app = _app(env.svc)  # no trusted proxies: the header is only the client's word
     bad = "mdr_" + secrets.token_urlsafe(32)
     statuses = [await _as(app, "192.0.2.9", bad, **{"X-Forwarded-For": f"10.1.0.{i}"})
