@@ -440,6 +440,15 @@ async def test_failed_mcp_and_rest_authentications_share_the_bucket(
         assert (await client.post("/mcp/", json={}, headers=mcp)).status_code == 401
         assert (await client.get("/v1/me", headers=bad)).status_code == 429
         assert (await client.post("/mcp/", json={}, headers=mcp)).status_code == 429
+    # The web UI's invalid session cookie counts too (it redirects to sign in, not 401).
+    transport = httpx.ASGITransport(app=app, client=("192.0.2.51", 1))
+    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as client:
+        cookie = {"Cookie": "memdir_session=mdr_" + secrets.token_urlsafe(32)}
+        first = [
+            (await client.get("/ui/s/default/tree/", headers=cookie)).status_code for _ in range(2)
+        ]
+        assert all(status != 429 for status in first), first
+        assert (await client.get("/ui/s/default/tree/", headers=cookie)).status_code == 429
 
 
 # --- 4. memdir mcp is not the owner by default --------------------------------------------------

@@ -56,6 +56,9 @@ class ObserveMiddleware:
         status = 500
         if self.proxies:
             scope = self._forwarded(scope)
+        # One state dict for the request, shared by every (shallow) copy of the scope below,
+        # so a mounted surface's ``auth_failed`` mark reaches this middleware.
+        state: dict[str, Any] = scope.setdefault("state", {})
         client = scope.get("client")
         address = "a:" + (client[0] if client else "?")
         limited = scope["path"] not in _UNLIMITED
@@ -85,9 +88,7 @@ class ObserveMiddleware:
         try:
             await self.app(scope, receive, send_observed)
         finally:
-            if self.failures is not None and (
-                status == 401 or scope.get("state", {}).get("auth_failed")
-            ):
+            if self.failures is not None and (status == 401 or state.get("auth_failed")):
                 self.failures.take(address)
             self._record(scope, status, time.perf_counter() - started)
 
