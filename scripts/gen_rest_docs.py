@@ -26,7 +26,10 @@ database it registers `user:admin` in group `admins` and prints its token once o
 
 - **Authentication.** Every `/v1` route needs `Authorization: Bearer <token>`; without a valid
   token the answer is 401 with `WWW-Authenticate: Bearer`. `/healthz` needs no token;
-  `/metrics` (Prometheus text) needs a token of a member of the `admins` group.
+  `/metrics` (Prometheus text) needs a token of a member of the `admins` group that allows
+  `admin` on `/.memdir/db/metrics` (database-wide administration is one decision, narrowed by
+  the token like any action; `GET .../policy/check?action=admin&path=/.memdir/db/tokens`
+  explains it).
 - **Errors.** Every error, whatever its origin, is one JSON envelope
   `{"error": {"type": "...", "message": "...", ...details}}`; match on `type`. Statuses:
 
@@ -63,8 +66,10 @@ database it registers `user:admin` in group `admins` and prints its token once o
   writes, edits, moves, deletes, commits, reverts, policy changes, purges) makes a retry safe:
   the same key with the same request returns the first result (`replayed: true`, header
   `Idempotent-Replayed: true`); the same key with another request is 409
-  `idempotency_mismatch`. Review and administration requests do not use the key: a repeated
-  proposal supersedes the first, a repeated accept or reject is 409.
+  `idempotency_mismatch`. Proposals, reviews, creating, archiving and deleting stores,
+  registering principals and creating tokens honour the key the same way. A replay answers only a caller who may still do what the first
+  attempt did (the token and the policy now): otherwise it gets the error the request itself
+  would get (404 / 403), never the recorded result.
 - **Provenance** of a change comes from the headers `X-Memdir-Session`, `X-Memdir-Transcript`,
   `X-Memdir-Reason`, `X-Memdir-Source-Kind`, or the same fields (`session`, `transcript`,
   `reason`, `source_kind`) of a JSON body, which win. The actor is always the token's principal.
