@@ -770,7 +770,8 @@ class AsgiSurface:
         from memdir.settings import Settings
 
         self.service = memdir.open(url, create=True)
-        app = create_app(Settings(), self.service, api_settings=ApiSettings(rate=None))
+        limits = ApiSettings(rate=None, auth_failure_rate=None)
+        app = create_app(Settings(), self.service, api_settings=limits)
         self.transport = SyncASGITransport(app)
         self.http = httpx.Client(transport=self.transport, base_url="http://memdir", timeout=30)
         self.tokens = Tokens(self.service)

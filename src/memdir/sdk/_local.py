@@ -104,8 +104,9 @@ def open_local(
         if create:
             service.create_store(OWNER, store, exist_ok=True)
         bearer = token if token is not None else service.act_as(principal or OWNER.id)
-        # No rate limit in-process: the caller is the process itself.
-        app = create_app(settings, service, api_settings=ApiSettings(rate=None))
+        # No rate limits in-process: the caller is the process itself.
+        limits = ApiSettings(rate=None, auth_failure_rate=None)
+        app = create_app(settings, service, api_settings=limits)
     except BaseException:
         service.db.close()
         raise
