@@ -82,16 +82,21 @@ so permissions, provenance and review work as everywhere else in memdir.
 ### stdio: `memdir mcp`
 
 `memdir mcp` serves the tools on stdin/stdout. It acts as the principal of `MEMDIR_TOKEN` if
-set, else `--as PRINCIPAL`, else the database owner, on `--store` (default `default`). Give the
-database as an absolute URL: a desktop app does not start the server in your project directory.
+set, else of `--as PRINCIPAL`, on `--store` (default `default`). Without either it refuses to
+start (exit 2): the client is an agent, and the database owner may do anything — delete
+`/org`, mint tokens. `memdir mcp --as-owner` asks for the owner explicitly, for a client you
+trust as you trust your shell. Give the database as an absolute URL: a desktop app does not
+start the server in your project directory.
 
 Claude Code:
 
 ```sh
-claude mcp add memdir -- memdir mcp
-# a given database, as an agent principal:
+memdir principal add agent:claude --project acme          # once: who the agent is
+memdir token create agent:claude --path '/projects/acme/**' --path '/org/**'
 claude mcp add memdir -e MEMDIR_TOKEN=mdr_... -- \\
   memdir --db sqlite:////home/me/.memdir/memdir.db mcp
+# or, with direct access to the database file, name the principal:
+claude mcp add memdir -- memdir --db sqlite:////home/me/.memdir/memdir.db --as agent:claude mcp
 ```
 
 Claude Desktop (`claude_desktop_config.json`):

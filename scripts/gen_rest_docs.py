@@ -26,9 +26,11 @@ database it registers `user:admin` in group `admins` and prints its token once o
 
 - **Authentication.** Every `/v1` route needs `Authorization: Bearer <token>`; without a valid
   token the answer is 401 with `WWW-Authenticate: Bearer`. `/healthz` (liveness: the process
-  answers) and `/readyz` (readiness: the database answers; 503 with the reason otherwise) need
-  no token (see docs/configuration.md); `/metrics` (Prometheus text) needs a token of a member
-  of the `admins` group.
+  answers) and `/readyz` (readiness: the database answers; 503 with the kind of outage
+  otherwise) need no token (see docs/configuration.md); `/metrics` (Prometheus text) needs a
+  token of a member of the `admins` group that allows `admin` on `/.memdir/db/metrics`
+  (database-wide administration is one decision, narrowed by the token like any action;
+  `GET .../policy/check?action=admin&path=/.memdir/db/tokens` explains it).
 - **Errors.** Every error, whatever its origin, is one JSON envelope
   `{"error": {"type": "...", "message": "...", ...details}}`; match on `type`. Statuses:
 
@@ -65,8 +67,10 @@ database it registers `user:admin` in group `admins` and prints its token once o
   writes, edits, moves, deletes, commits, reverts, policy changes, purges) makes a retry safe:
   the same key with the same request returns the first result (`replayed: true`, header
   `Idempotent-Replayed: true`); the same key with another request is 409
-  `idempotency_mismatch`. Review and administration requests do not use the key: a repeated
-  proposal supersedes the first, a repeated accept or reject is 409.
+  `idempotency_mismatch`. Proposals, reviews, creating, archiving and deleting stores,
+  registering principals and creating tokens honour the key the same way. A replay answers only a caller who may still do what the first
+  attempt did (the token and the policy now): otherwise it gets the error the request itself
+  would get (404 / 403), never the recorded result.
 - **Provenance** of a change comes from the headers `X-Memdir-Session`, `X-Memdir-Transcript`,
   `X-Memdir-Reason`, `X-Memdir-Source-Kind`, or the same fields (`session`, `transcript`,
   `reason`, `source_kind`) of a JSON body, which win. The actor is always the token's principal.
@@ -80,7 +84,12 @@ database it registers `user:admin` in group `admins` and prints its token once o
   commit`; `data:` the event as JSON).
 - **Rate limits** are per token (a token bucket; requests without a token count per client
   address): `MEMDIR_RATE_LIMIT=RATE/BURST` (default `50/100`) or `off`. Over it: 429 with
-  `Retry-After`. Each server process keeps its own buckets.
+  `Retry-After`. Failed authentications (401) are limited per client address, whatever token
+  they carry: `MEMDIR_AUTH_FAILURE_LIMIT=RATE/BURST` (default `1/30`) or `off`; while an address is
+  over it, its failed authentications answer 429 until its bucket refills (requests that
+  authenticate still go through). The client address is the socket peer; only a peer in
+  `MEMDIR_TRUSTED_PROXIES` has its `X-Forwarded-For` / `X-Forwarded-Proto` honoured. Each
+  server process keeps its own buckets.
 - **Metrics** (`/metrics`): `memdir_http_requests_total` and
   `memdir_http_request_duration_seconds` by method, route template and status;
   `memdir_cas_conflicts_total` (412s) by route; `memdir_proposals_created_total` by origin
@@ -88,6 +97,7 @@ database it registers `user:admin` in group `admins` and prints its token once o
   by action; `memdir_rate_limited_total`. Each server process counts its own requests (with
   `memdir serve --workers N`, a scrape sees the worker that answers it).
 - **Server settings** beside those of `docs/configuration.md`: `MEMDIR_RATE_LIMIT`,
+  `MEMDIR_AUTH_FAILURE_LIMIT`, `MEMDIR_TRUSTED_PROXIES`,
   `MEMDIR_TOKEN_CACHE_SECONDS` (how long an authentication is reused, default 1: a token revoked
   through another process stops working here within that time; through this server at once)
   and `MEMDIR_BENCH_ROUTES` (benchmarks only).

@@ -770,7 +770,8 @@ class AsgiSurface:
         from memdir.settings import Settings
 
         self.service = memdir.open(url, create=True)
-        app = create_app(Settings(), self.service, api_settings=ApiSettings(rate=None))
+        limits = ApiSettings(rate=None, auth_failure_rate=None)
+        app = create_app(Settings(), self.service, api_settings=limits)
         self.transport = SyncASGITransport(app)
         self.http = httpx.Client(transport=self.transport, base_url="http://memdir", timeout=30)
         self.tokens = Tokens(self.service)
@@ -827,8 +828,10 @@ def stdio_connect(url: str) -> Callable[[Principal], Any]:
 
     def connect(principal: Principal) -> Any:
         acting = [] if principal.is_owner else ["--as", principal.id]
+        owner = ["--as-owner"] if principal.is_owner else []  # never the owner by default
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "memdir.cli", "--db", url, *acting, "mcp"],
+            command=sys.executable,
+            args=["-m", "memdir.cli", "--db", url, *acting, "mcp", *owner],
             # the memdir this process imported, whatever the environment's install points at
             env={"MEMDIR_LOG_LEVEL": "WARNING", "PYTHONPATH": str(SRC)},
         )  # fmt: skip

@@ -64,7 +64,8 @@ def make_env(svc: MemoryService, api_settings: ApiSettings | None = None) -> Env
     svc.add_principal(OWNER, "agent:other", projects=("zeta",))
     tokens = [svc.create_token(OWNER, p).token for p in ("user:root", "agent:bot", "agent:other")]
     reader = svc.create_token(OWNER, "agent:bot", paths=("/projects/acme/**",), actions=("read",))
-    app = create_app(Settings(), svc, api_settings=api_settings or ApiSettings(rate=None))
+    unlimited = ApiSettings(rate=None, auth_failure_rate=None)  # tests send many bad tokens
+    app = create_app(Settings(), svc, api_settings=api_settings or unlimited)
     admin, bot, other = (t or "" for t in tokens)
     return Env(svc, app, admin, bot, other, reader.token or "")
 

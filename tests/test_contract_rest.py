@@ -47,7 +47,7 @@ def rest(tmp_path: Path) -> Iterator[Rest]:
     svc.create_store(OWNER, STORE)
     svc.add_principal(OWNER, "user:root", groups=("admins",))
     token = svc.create_token(OWNER, "user:root").token
-    app = create_app(Settings(), svc, api_settings=ApiSettings(rate=None))
+    app = create_app(Settings(), svc, api_settings=ApiSettings(rate=None, auth_failure_rate=None))
     transport = SyncASGITransport(app)
     headers = {"Authorization": f"Bearer {token}"}
     with httpx.Client(transport=transport, base_url="http://memdir", headers=headers) as http:

@@ -231,7 +231,7 @@ def test_stdio_tools_and_reference_strings(tmp_path: Path) -> None:
 
     async def main() -> None:
         params = StdioServerParameters(
-            command=sys.executable, args=["-m", "memdir.cli", "--db", url, "mcp"]
+            command=sys.executable, args=["-m", "memdir.cli", "--db", url, "mcp", "--as-owner"]
         )
         async with Client(params, read_timeout_seconds=30) as client:
             tools = await client.list_tools()
@@ -245,7 +245,7 @@ def test_stdio_tools_and_reference_strings(tmp_path: Path) -> None:
     anyio.run(main)
     svc = memdir.open(url)
     history = svc.file_history(OWNER, STORE, "/projects/acme/deploy.md")
-    assert [v.actor for v in history] == ["owner", "owner"]  # no token, no --as: the owner
+    assert [v.actor for v in history] == ["owner", "owner"]  # --as-owner: the owner
     svc.db.close()
 
 
@@ -332,7 +332,7 @@ def test_stdio_refuses_to_start_on_an_unknown_store(tmp_path: Path) -> None:
     url, svc = make_db(tmp_path)
     svc.db.close()
     done = subprocess.run(
-        [sys.executable, "-m", "memdir.cli", "--db", url, "--store", "nope", "mcp"],
+        [sys.executable, "-m", "memdir.cli", "--db", url, "--store", "nope", "mcp", "--as-owner"],
         capture_output=True, text=True, timeout=30, stdin=subprocess.DEVNULL,
     )  # fmt: skip
     assert done.returncode == 5 and "unknown store 'nope'" in done.stderr

@@ -6,6 +6,13 @@ decisions into the errors DESIGN.md prescribes: no read right → :class:`NotFou
 message a missing file gets, so existence never leaks); a read right but not the action →
 :class:`Forbidden`.
 
+Database-wide administration (principals, tokens, stores, metrics, other principals' dream
+runs, unlabelled transcripts) is one decision, :func:`database_check`, on a resource under
+:data:`DATABASE_PREFIX` (``/.memdir/db/tokens``, ...): the database owner, or a member of the
+``admins`` group, narrowed by its token exactly as a path action is (the token must allow the
+action and one of its path globs must match the resource). No store's policy can grant it.
+``memdir policy check PRINCIPAL admin /.memdir/db/tokens`` explains it.
+
 Compiled policies are cached by the policy file's sha256, so a changed policy takes effect on
 the next transaction and an unchanged one is parsed once.
 """
@@ -18,7 +25,7 @@ from dataclasses import dataclass
 
 from memdir.core.errors import Forbidden, NotFound
 from memdir.core.globs import compile_glob, literal_prefix
-from memdir.core.model import Principal
+from memdir.core.model import Principal, TokenScope
 from memdir.core.policy import (
     DEFAULT_POLICY_YAML,
     POLICY_PATH,
@@ -29,7 +36,74 @@ from memdir.core.policy import (
 from memdir.core.ranges import intersect_prefixes
 from memdir.storage.repository import Repository
 
-__all__ = ["Access", "PolicyCache", "missing"]
+__all__ = [
+    "DATABASE",
+    "DATABASE_PREFIX",
+    "DATABASE_RULE",
+    "DREAM_RUNS",
+    "METRICS",
+    "PRINCIPALS",
+    "STORES",
+    "TOKENS",
+    "TRANSCRIPTS",
+    "Access",
+    "PolicyCache",
+    "database_check",
+    "is_database_resource",
+    "missing",
+    "narrowed",
+]
+
+#: Database-wide resources: not files of any store, but named like paths so that a token's
+#: path globs narrow them (``/**`` covers them all; ``/org/**`` none).
+DATABASE_PREFIX = "/.memdir/db"
+DATABASE = DATABASE_PREFIX
+PRINCIPALS = DATABASE_PREFIX + "/principals"
+TOKENS = DATABASE_PREFIX + "/tokens"
+STORES = DATABASE_PREFIX + "/stores"
+METRICS = DATABASE_PREFIX + "/metrics"
+DREAM_RUNS = DATABASE_PREFIX + "/dreams"
+TRANSCRIPTS = DATABASE_PREFIX + "/transcripts"
+#: The built-in rule that decides database-wide administration (no store policy changes it).
+DATABASE_RULE = "database-admins"
+_DATABASE_REASON = "members of the admins group administer the database"
+
+
+def is_database_resource(path: str) -> bool:
+    """``path`` names a database-wide resource (decided by :func:`database_check`)."""
+    return path == DATABASE_PREFIX or path.startswith(DATABASE_PREFIX + "/")
+
+
+def narrowed(decision: Decision, scope: TokenScope | None) -> Decision:
+    """``decision`` narrowed by a token scope: an allow stands only if the token allows the
+    action (``write`` covers ``propose``) and one of its path globs matches the path."""
+    if not decision.allowed or scope is None:
+        return decision
+    action, path = decision.action, decision.path
+    if action not in scope.actions and not (action == "propose" and "write" in scope.actions):
+        return Decision(False, action, path, decision.principal, None,
+                        f"the token does not allow {action}")  # fmt: skip
+    if not any(compile_glob(p).match(path) for p in scope.paths):
+        return Decision(False, action, path, decision.principal, None,
+                        "the token is limited to " + ", ".join(scope.paths))  # fmt: skip
+    return decision
+
+
+def database_check(principal: Principal, action: str, resource: str = DATABASE) -> Decision:
+    """May ``principal`` do ``action`` on the database-wide ``resource``?
+
+    The owner may; a member of the ``admins`` group may (rule :data:`DATABASE_RULE`, which
+    grants ``admin`` and so every action), narrowed by its token; nobody else may.
+    """
+    if principal.is_owner:
+        return Decision(True, action, resource, principal.id, None, "database owner")
+    if "admins" not in principal.groups:
+        return Decision(False, action, resource, principal.id, None,
+                        "only the database owner and members of the 'admins' group administer "
+                        "the database")  # fmt: skip
+    allowed = Decision(True, action, resource, principal.id, DATABASE_RULE,
+                       f"allowed by rule {DATABASE_RULE}: {_DATABASE_REASON}")  # fmt: skip
+    return narrowed(allowed, principal.scope)
 
 
 def missing(path: str) -> NotFound:
@@ -75,21 +149,16 @@ class Access:
     policy: CompiledPolicy | None  # None for the database owner: no policy to load
 
     def check(self, action: str, path: str) -> Decision:
-        """The policy's decision, narrowed by the principal's token scope."""
+        """The policy's decision, narrowed by the principal's token scope.
+
+        A database-wide resource (:func:`is_database_resource`) is decided by
+        :func:`database_check`, never by the store's policy.
+        """
+        if is_database_resource(path):
+            return database_check(self.principal, action, path)
         if self.policy is None:
             return Decision(True, action, path, self.principal.id, None, "database owner")
-        decision = self.policy.check(self.principal, action, path)
-        scope = self.principal.scope
-        if decision.allowed and scope is not None:
-            if action not in scope.actions and not (
-                action == "propose" and "write" in scope.actions
-            ):
-                return Decision(False, action, path, self.principal.id, None,
-                                f"the token does not allow {action}")  # fmt: skip
-            if not any(compile_glob(p).match(path) for p in scope.paths):
-                return Decision(False, action, path, self.principal.id, None,
-                                "the token is limited to " + ", ".join(scope.paths))  # fmt: skip
-        return decision
+        return narrowed(self.policy.check(self.principal, action, path), self.principal.scope)
 
     def read_prefixes(self) -> tuple[str, ...] | None:
         """Directory prefixes bounding every path this caller may read (None: anything).

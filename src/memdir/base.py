@@ -26,12 +26,12 @@ from typing import Any, TypeVar
 
 import sqlalchemy as sa
 
-from memdir.access import Access, PolicyCache
+from memdir.access import DATABASE, Access, PolicyCache, database_check
 from memdir.core.content import DEFAULT_MAX_BYTES
 from memdir.core.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidInput, NotFound
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
-from memdir.core.policy import Policy
+from memdir.core.policy import Decision, Policy
 from memdir.rows import utcnow
 from memdir.screening import Screen, Screened, screen_operations
 from memdir.storage.database import Database
@@ -110,18 +110,57 @@ class ServiceBase:
             )
 
     @staticmethod
-    def _is_admin(principal: Principal) -> bool:
-        """Database-wide administration: the owner or a member of the ``admins`` group."""
-        return principal.is_owner or "admins" in principal.groups
+    def _is_admin(principal: Principal, resource: str = DATABASE) -> bool:
+        """Database-wide administration of ``resource``: the owner, or a member of the
+        ``admins`` group whose token (if narrowed) allows ``admin`` on ``resource``
+        (:func:`memdir.access.database_check`, the one decision)."""
+        return database_check(principal, "admin", resource).allowed
 
-    def _require_admin(self, principal: Principal) -> None:
-        """Refuse anyone but an administrator (see :meth:`_is_admin`)."""
-        if not self._is_admin(principal):
+    def admin_decision(
+        self, principal: Principal, resource: str = DATABASE, action: str = "admin"
+    ) -> Decision:
+        """The decision on a database-wide resource, with its rule and reason."""
+        return database_check(principal, action, resource)
+
+    def require_admin(self, principal: Principal, resource: str, what: str) -> None:
+        """Refuse (Forbidden) unless ``principal`` administers ``resource``; ``what`` says what
+        was asked ("create tokens") in the refusal."""
+        decision = database_check(principal, "admin", resource)
+        if not decision.allowed:
             raise Forbidden(
-                f"{principal.id} may not manage principals, tokens or stores; ask a member of "
-                "the 'admins' group",
+                f"{principal.id} may not {what}: {decision.reason}; use a token of a member of "
+                "the 'admins' group that allows admin on " + resource,
                 principal=principal.id,
+                action="admin",
+                path=resource,
+                rule=decision.rule,
             )
+
+    def _require_admin(
+        self, principal: Principal, resource: str = DATABASE, what: str = "administer the database"
+    ) -> None:
+        """Refuse anyone but an administrator of ``resource`` (see :meth:`_is_admin`)."""
+        self.require_admin(principal, resource, what)
+
+    def authorize(
+        self, principal: Principal, store: str, action: str, paths: Sequence[str]
+    ) -> None:
+        """Raise NotFound (unreadable) or Forbidden unless ``principal`` may now do ``action``
+        on every path of ``store``: what a replayed result needs (see :meth:`idempotent`)."""
+        with self.db.read() as repo:
+            access = self._access(repo, self._store_row(repo, store).id, principal)
+            for path in paths:
+                access.require(action, path)
+
+    @staticmethod
+    def _authorize_replay(access: Access, result: CommitResult) -> None:
+        """A recorded commit is replayed only to a caller who may still do what it did: write
+        every path it touched (``admin`` for a purge), so a key never outlives a right."""
+        for op in result.results:
+            action = "admin" if op.op == "purge" else "write"
+            for path in (op.path, op.old_path):
+                if path:
+                    access.require(action, path)
 
     def _store_row(self, repo: Repository, name: str) -> Row:
         row = repo.store(name)
@@ -153,12 +192,12 @@ class ServiceBase:
                 if revision is None:  # deleted or archived while this waited for the lock
                     self._writable_store(self._store_row(repo, store))
                     raise unknown_store(store)
+                access = self._access(repo, row.id, principal)
                 key = provenance.idempotency_key
                 if key is not None:
-                    self._check_replay(repo, row.id, principal, key, request_hash)
+                    self._check_replay(repo, row.id, access, key, request_hash)
                 now = utcnow()
                 commit_id = new_commit_id()
-                access = self._access(repo, row.id, principal)
                 writer = CommitWriter(
                     repo, row.id, commit_id, revision, now, self.max_file_bytes, access
                 )
@@ -189,9 +228,10 @@ class ServiceBase:
             return replay.result
 
     def _check_replay(
-        self, repo: Repository, store_id: int, principal: Principal, key: str, request_hash: str
+        self, repo: Repository, store_id: int, access: Access, key: str, request_hash: str
     ) -> None:
-        previous = repo.commit_by_key(store_id, principal.id, key)
+        """Raise :class:`_Replay` for a repeated key, after checking the caller's rights now."""
+        previous = repo.commit_by_key(store_id, access.principal.id, key)
         if previous is None:
             return
         if previous.request_hash != request_hash:
@@ -200,8 +240,10 @@ class ServiceBase:
                 "new key for a new change",
                 idempotency_key=key,
             )
+        result = CommitResult.from_dict(json.loads(previous.result), replayed=True)
+        self._authorize_replay(access, result)
         # Leaving the transaction by exception rolls back the revision increment.
-        raise _Replay(CommitResult.from_dict(json.loads(previous.result), replayed=True))
+        raise _Replay(result)
 
     def idempotent(
         self,
@@ -211,14 +253,19 @@ class ServiceBase:
         run: Callable[[], T],
         dump: Callable[[T], Any],
         load: Callable[[Any], T],
+        *,
+        authorize: Callable[[T], None],
     ) -> tuple[T, bool]:
         """``run()`` once per (principal, ``key``): returns (result, replayed).
 
         ``request`` (JSON) identifies what was asked; ``dump``/``load`` turn the result into
         JSON and back for the record (leave secrets out of ``dump``). Without a key, ``run()``
         runs as it is. A repeat of the same request returns ``load(recorded)`` and
-        ``replayed=True`` without running; another request with the key raises
-        IdempotencyMismatch; a repeat while the first attempt still runs raises Conflict.
+        ``replayed=True`` without running — only after ``authorize(recorded)`` passed, which
+        raises (NotFound, Forbidden) when the caller may no longer do what the first attempt
+        did, so a replay never answers a request the caller could not make now; another
+        request with the key raises IdempotencyMismatch; a repeat while the first attempt
+        still runs raises Conflict.
         """
         if key is None:
             return run(), False
@@ -230,7 +277,9 @@ class ServiceBase:
         request_hash = _request_hash(request)
         recorded = self._reserve(principal, key, key_hash, where, request_hash)
         if recorded is not None:
-            return load(json.loads(recorded)), True
+            value = load(json.loads(recorded))
+            authorize(value)
+            return value, True
         try:
             value = run()
         except BaseException:

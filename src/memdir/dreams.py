@@ -45,7 +45,7 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-from memdir.access import Access
+from memdir.access import DREAM_RUNS, Access
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Principal, Provenance
@@ -592,7 +592,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
                 dream_runs.c.id == run_id, dream_runs.c.store_id == store_id
             )
         ).first()
-        if row is None or not (self._is_admin(principal) or row.principal == principal.id):
+        admin = self._is_admin(principal, DREAM_RUNS)
+        if row is None or not (admin or row.principal == principal.id):
             raise NotFound(f"no dream run {run_id!r} in this store; see `memdir dream list`")
         return row
 
@@ -605,7 +606,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
             query = sa.select(dream_runs).where(dream_runs.c.store_id == srow.id)
-            if not self._is_admin(principal):
+            if not self._is_admin(principal, DREAM_RUNS):
                 query = query.where(dream_runs.c.principal == principal.id)
             rows = repo.conn.execute(
                 query.order_by(dream_runs.c.created_at.desc(), dream_runs.c.id).limit(limit)

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from memdir.access import PRINCIPALS
 from memdir.base import ServiceBase
 from memdir.core.errors import NotFound
 from memdir.core.model import CommitResult, OpResult, Principal, Provenance, Write
@@ -67,7 +68,7 @@ class GovernanceMixin(ServiceBase):
             raise InvalidInput(f"unknown action {action!r}; use {', '.join(ACTIONS)}")
         validate_path(path)
         if subject.id != principal.id:
-            self._require_admin(principal)
+            self.require_admin(principal, PRINCIPALS, "explain another principal's rights")
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             return self._access(repo, row.id, subject).check(action, path)

@@ -5,7 +5,9 @@ created; the database keeps only its SHA-256, so a leaked database does not leak
 A token may expire, be revoked, and narrow its principal's rights to some path globs and
 actions — never widen them: every request passes the policy *and* the token's scope.
 
-Managing principals and tokens needs the database owner or a member of the ``admins`` group.
+Managing principals and tokens needs the database owner or a member of the ``admins`` group
+whose token allows ``admin`` on the resource (:func:`memdir.access.database_check`); a token
+created by a narrowed token is at most as narrow, and the last member of ``admins`` stays.
 """
 
 from __future__ import annotations
@@ -18,8 +20,9 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from memdir.access import PRINCIPALS, TOKENS
 from memdir.base import ServiceBase
-from memdir.core.errors import Conflict, InvalidInput, NotFound, Unauthenticated
+from memdir.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unauthenticated
 from memdir.core.globs import compile_glob
 from memdir.core.model import OWNER, Principal, TokenScope
 from memdir.core.policy import ACTIONS
@@ -99,6 +102,38 @@ def _token_info(row: Any, token: str | None = None) -> TokenInfo:
     )
 
 
+def _covers(outer: str, inner: str) -> bool:
+    """Every path glob ``inner`` matches is matched by ``outer`` (decided conservatively:
+    the same glob, or ``outer`` is ``LITERAL/**`` and ``inner`` starts with ``LITERAL/``)."""
+    if outer == inner:
+        return True
+    if not outer.endswith("/**"):
+        return False
+    base = outer[:-3]
+    if any(c in base for c in "*?["):
+        return False
+    return base == "" or inner == base or inner.startswith(base + "/")
+
+
+def _within(
+    actor: str, scope: TokenScope, paths: tuple[str, ...], actions: tuple[str, ...]
+) -> None:
+    """Refuse a token scope wider than the actor's own (a token never mints a wider one)."""
+    wider = [a for a in actions if a not in scope.actions
+             and not (a == "propose" and "write" in scope.actions)]  # fmt: skip
+    outside = [p for p in paths if not any(_covers(o, p) for o in scope.paths)]
+    if wider or outside:
+        asked = ", ".join([*wider, *outside])
+        raise Forbidden(
+            f"{actor} acts with a token narrowed to actions {', '.join(sorted(scope.actions))} "
+            f"on {', '.join(scope.paths)}; a token it creates may not be wider (received "
+            f"{asked}): ask for actions and paths within that",
+            principal=actor,
+            actions=wider,
+            paths=outside,
+        )
+
+
 def _names(values: tuple[str, ...] | list[str], what: str) -> list[str]:
     out = []
     for value in values:
@@ -122,7 +157,7 @@ class PrincipalsMixin(ServiceBase):
         acts_for: str | None = None,
     ) -> PrincipalInfo:
         """Register a principal (``agent:NAME``, ``user:NAME`` or ``service:NAME``)."""
-        self._require_admin(actor)
+        self.require_admin(actor, PRINCIPALS, "register principals")
         parsed = Principal.parse(principal_id)
         if parsed.is_owner:
             raise InvalidInput("'owner' is the database owner and cannot be registered")
@@ -147,7 +182,7 @@ class PrincipalsMixin(ServiceBase):
         return _info(row)
 
     def list_principals(self, actor: Principal) -> list[PrincipalInfo]:
-        self._require_admin(actor)
+        self.require_admin(actor, PRINCIPALS, "list principals")
         with self.db.read() as repo:
             rows = repo.conn.execute(sa.select(principals).order_by(principals.c.id)).all()
         return [_info(r) for r in rows]
@@ -155,7 +190,7 @@ class PrincipalsMixin(ServiceBase):
     def principal_info(self, actor: Principal, principal_id: str) -> PrincipalInfo:
         """A registered principal, or the database owner (never registered: no ``created_at``)."""
         if actor.id != principal_id:
-            self._require_admin(actor)
+            self.require_admin(actor, PRINCIPALS, "see other principals")
         if principal_id == OWNER.id:
             return PrincipalInfo(OWNER.id, "owner", (), (), (), None, None)
         with self.db.read() as repo:
@@ -167,14 +202,32 @@ class PrincipalsMixin(ServiceBase):
         return _info(row)
 
     def remove_principal(self, actor: Principal, principal_id: str) -> None:
-        """Remove a principal and revoke its tokens (its commits keep naming it)."""
-        self._require_admin(actor)
+        """Remove a principal and revoke its tokens (its commits keep naming it).
+
+        The last member of the ``admins`` group cannot be removed (:class:`Conflict`): the
+        database would be left with no administrator any token can act as. The check and the
+        delete share one write transaction, with the principals' rows locked (PostgreSQL), so
+        two administrators removing each other at once cannot both succeed.
+        """
+        self.require_admin(actor, PRINCIPALS, "remove principals")
         with self.db.write() as repo:
             conn = repo.conn
-            conn.execute(sa.delete(tokens).where(tokens.c.principal_id == principal_id))
-            gone = conn.execute(sa.delete(principals).where(principals.c.id == principal_id))
-            if gone.rowcount == 0:
+            rows = conn.execute(
+                sa.select(principals.c.id, principals.c.groups).with_for_update()
+            ).all()
+            target = next((r for r in rows if r.id == principal_id), None)
+            if target is None:
                 raise self._unknown(principal_id)
+            admins = [r.id for r in rows if "admins" in r.groups]
+            if admins == [principal_id]:
+                raise Conflict(
+                    f"{principal_id} is the last member of the 'admins' group; register another "
+                    "administrator first (`memdir principal add user:NAME --group admins`), "
+                    "then remove it",
+                    principal=principal_id,
+                )
+            conn.execute(sa.delete(tokens).where(tokens.c.principal_id == principal_id))
+            conn.execute(sa.delete(principals).where(principals.c.id == principal_id))
 
     def resolve(self, principal_id: str) -> Principal:
         """The registered principal with this id (``owner`` needs no registration)."""
@@ -205,12 +258,24 @@ class PrincipalsMixin(ServiceBase):
         principal_id: str,
         *,
         name: str | None = None,
-        paths: tuple[str, ...] = ("/**",),
-        actions: tuple[str, ...] = ACTIONS,
+        paths: tuple[str, ...] | None = None,
+        actions: tuple[str, ...] | None = None,
         expires_in: dt.timedelta | None = None,
     ) -> TokenInfo:
-        """Create a token for a registered principal; the secret is in the result only."""
-        self._require_admin(actor)
+        """Create a token for a registered principal; the secret is in the result only.
+
+        ``paths`` and ``actions`` default to the actor's own token scope (every path and
+        action for an unnarrowed actor). A token created by a narrowed token is at most as
+        narrow: asking for an action or a path glob its scope does not cover is Forbidden.
+        """
+        self.require_admin(actor, TOKENS, "create tokens")
+        scope = actor.scope
+        if paths is None:
+            paths = scope.paths if scope is not None else ("/**",)
+        if actions is None:
+            actions = tuple(sorted(scope.actions)) if scope is not None else ACTIONS
+        if scope is not None:
+            _within(actor.id, scope, paths, actions)
         for pattern in paths:
             if not pattern.startswith("/"):
                 raise InvalidInput(f"token path {pattern!r} must start with '/'")
@@ -241,7 +306,7 @@ class PrincipalsMixin(ServiceBase):
         return _token_info(row, secret)
 
     def list_tokens(self, actor: Principal, principal_id: str | None = None) -> list[TokenInfo]:
-        self._require_admin(actor)
+        self.require_admin(actor, TOKENS, "list tokens")
         query = sa.select(tokens).order_by(tokens.c.created_at)
         if principal_id is not None:
             query = query.where(tokens.c.principal_id == principal_id)
@@ -249,7 +314,7 @@ class PrincipalsMixin(ServiceBase):
             return [_token_info(r) for r in repo.conn.execute(query).all()]
 
     def revoke_token(self, actor: Principal, token_id: str) -> TokenInfo:
-        self._require_admin(actor)
+        self.require_admin(actor, TOKENS, "revoke tokens")
         with self.db.write() as repo:
             conn = repo.conn
             conn.execute(

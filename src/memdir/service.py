@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memdir.access import Access, missing
+from memdir.access import STORES, Access, missing
 from memdir.base import unknown_store
 from memdir.core.edits import line_slice
 from memdir.core.errors import Conflict, InvalidInput, NotFound, Proposed
@@ -75,7 +75,7 @@ class MemoryService(
     # --- stores ---------------------------------------------------------------------------
 
     def create_store(self, principal: Principal, name: str, *, exist_ok: bool = False) -> StoreInfo:
-        self._require_admin(principal)
+        self.require_admin(principal, STORES, "create stores")
         validate_store_name(name)
         with self.db.write() as repo:
             # The insert finds a store created concurrently (by another server) too.
@@ -94,7 +94,7 @@ class MemoryService(
 
     def archive_store(self, principal: Principal, name: str) -> StoreInfo:
         """Make a store read-only for good (there is no unarchive)."""
-        self._require_admin(principal)
+        self.require_admin(principal, STORES, "archive stores")
         with self.db.write() as repo:
             row = self._store_row(repo, name)
             if row.archived_at is None:
@@ -103,7 +103,7 @@ class MemoryService(
 
     def delete_store(self, principal: Principal, name: str) -> None:
         """Delete a store and everything in it: files, versions, commits, proposals."""
-        self._require_admin(principal)
+        self.require_admin(principal, STORES, "delete stores")
         with self.db.write() as repo:
             store_id = self._store_row(repo, name).id
             if not repo.lock_store(store_id):  # waits for commits in flight to finish
@@ -174,7 +174,11 @@ class MemoryService(
             def queue() -> str:
                 return self._queue(principal, store, operations, provenance, needs)
 
-            pid, _ = self.idempotent(principal, key, ["queued", store, request], queue, str, str)
+            # authorize: the rights were checked just now, by the attempt that needs review.
+            pid, _ = self.idempotent(
+                principal, key, ["queued", store, request], queue, str, str,
+                authorize=lambda _pid: None,
+            )  # fmt: skip
             raise Proposed(
                 f"not applied: {review.reason}; it waits for review as proposal {pid} "
                 f"(`memdir proposals show {pid}`)",

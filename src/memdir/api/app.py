@@ -28,6 +28,7 @@ from fastapi import FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 
 import memdir
+from memdir.access import METRICS
 from memdir.api.deps import AppState, Ctx, methods_by_route
 from memdir.api.errors import install_error_handlers
 from memdir.api.metrics import Metrics
@@ -45,7 +46,7 @@ from memdir.api.routes import (
 )
 from memdir.api.settings import ApiSettings
 from memdir.api.tokens import TokenCache
-from memdir.core.errors import Forbidden, MemdirError
+from memdir.core.errors import MemdirError
 from memdir.service import MemoryService
 from memdir.settings import Settings
 from memdir.storage.schema import HEAD_REVISION
@@ -119,10 +120,15 @@ def create_app(
     # Its lifespan (session manager) must run inside this app's lifespan above.
     # -----------------------------------------------------------------------------------------
 
-    limiter = None
+    limiter = failures = None
     if api_settings.rate is not None:
         limiter = RateLimiter(api_settings.rate, api_settings.burst)
-    app.add_middleware(ObserveMiddleware, metrics=state.metrics, limiter=limiter)
+    if api_settings.auth_failure_rate is not None:
+        failures = RateLimiter(api_settings.auth_failure_rate, api_settings.auth_failure_burst)
+    app.add_middleware(
+        ObserveMiddleware, metrics=state.metrics, limiter=limiter, failures=failures,
+        proxies=api_settings.trusted_proxies,
+    )  # fmt: skip
     return app
 
 
@@ -176,14 +182,8 @@ _log = logging.getLogger("memdir.api")
 
 
 async def _metrics(ctx: Ctx, request: Request) -> Response:
-    """Prometheus text exposition; for members of the ``admins`` group."""
-    principal = ctx.principal
-    scope = principal.scope
-    if "admins" not in principal.groups or (scope is not None and "admin" not in scope.actions):
-        raise Forbidden(
-            f"{principal.id} may not read metrics; use a token of a member of the 'admins' group",
-            principal=principal.id,
-        )
+    """Prometheus text exposition; for administrators (``admin`` on ``/.memdir/db/metrics``)."""
+    ctx.service.require_admin(ctx.principal, METRICS, "read metrics")
     state: AppState = request.app.state.memdir
     body: Any = state.metrics.render()
     return Response(body, media_type="text/plain; version=0.0.4; charset=utf-8")

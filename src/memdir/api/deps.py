@@ -40,6 +40,7 @@ __all__ = [
     "Prov",
     "StoreName",
     "commit_headers",
+    "commit_paths",
     "commit_response",
     "cursor_key",
     "dump_json",
@@ -212,6 +213,7 @@ async def once(
     request: list[Any],
     run: Callable[[], Any],
     *,
+    authorize: Callable[[Any], None],
     status: int = 200,
     headers: Callable[[Any], dict[str, str]] | None = None,
     keep_out: tuple[str, ...] = (),
@@ -220,8 +222,11 @@ async def once(
 
     ``request`` names the route and its arguments (a key reused for another request is 409
     ``idempotency_mismatch``); ``run()`` returns the response body's value. A repeat answers
-    with the first attempt's status and body and ``Idempotent-Replayed: true``; body keys in
-    ``keep_out`` (a token's secret) are not recorded, so a replay shows them as null.
+    with the first attempt's status and body and ``Idempotent-Replayed: true`` — once
+    ``authorize(recorded body)`` passed: it raises when the caller may no longer do what the
+    first attempt did (a narrower token, a changed policy), so a key never outlives a right.
+    Body keys in ``keep_out`` (a token's secret) are not recorded, so a replay shows them as
+    null.
     """
 
     def body() -> Any:
@@ -234,7 +239,14 @@ async def once(
         return data
 
     result, replayed = await run_in_threadpool(
-        ctx.service.idempotent, ctx.principal, _utf8(key), request, body, record, lambda d: d
+        ctx.service.idempotent,
+        ctx.principal,
+        _utf8(key),
+        request,
+        body,
+        record,
+        lambda d: d,
+        authorize=authorize,
     )
     sent = headers(result) if headers is not None and result is not None else {}
     if replayed:
@@ -242,6 +254,14 @@ async def once(
     if result is None:
         return Response(status_code=status, headers=sent)
     return render(result, status, sent)
+
+
+def commit_paths(result: Any) -> list[str]:
+    """Every path a commit result (JSON) touched, renames' old paths included."""
+    paths: list[str] = []
+    for op in result.get("results") or () if isinstance(result, dict) else ():
+        paths.extend(p for p in (op.get("path"), op.get("old_path")) if p)
+    return paths
 
 
 def parse_if_match(value: str | None) -> str | None:

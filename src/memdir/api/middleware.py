@@ -1,4 +1,14 @@
-"""The one ASGI middleware of the app: rate limits first, then metrics around the rest.
+"""The one ASGI middleware of the app: client address, rate limits, then metrics around the rest.
+
+It wraps everything the server mounts (REST, ``/mcp``, ``/ui``), so the client address (the
+socket peer, or what a trusted proxy forwarded: :func:`~memdir.api.ratelimit.client_address`)
+and the failed-authentication limit are the same for every surface. A response with status
+401, or a request a surface marks with ``scope["state"]["auth_failed"]`` (the web UI's
+invalid session cookie), charges its address's failure bucket. While an address's bucket is
+empty, its failed authentications answer 429 instead of 401 — but a request that
+authenticates still goes through: many local agents share 127.0.0.1 (and many users one NAT
+address), and one misconfigured client must not lock the others out. Tokens are 256-bit
+random values, so the limit is about load and noise, not about guessing.
 
 A plain ASGI middleware (not Starlette's ``BaseHTTPMiddleware``) so streaming responses pass
 through untouched and the per-request cost stays a few microseconds.
@@ -7,13 +17,14 @@ through untouched and the per-request cost stays a few microseconds.
 from __future__ import annotations
 
 import time
+from collections.abc import Sequence
 from typing import Any
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from memdir.api.errors import envelope
 from memdir.api.metrics import Metrics
-from memdir.api.ratelimit import RateLimiter
+from memdir.api.ratelimit import Network, RateLimiter, client_address
 from memdir.core import errors
 
 __all__ = ["ObserveMiddleware"]
@@ -26,10 +37,19 @@ _PROPOSE_ROUTE = "/v1/stores/{store}/proposals"
 class ObserveMiddleware:
     """Refuse requests over a token's rate (429); count and time every response."""
 
-    def __init__(self, app: ASGIApp, metrics: Metrics, limiter: RateLimiter | None) -> None:
+    def __init__(
+        self,
+        app: ASGIApp,
+        metrics: Metrics,
+        limiter: RateLimiter | None,
+        failures: RateLimiter | None = None,
+        proxies: Sequence[Network] = (),
+    ) -> None:
         self.app = app
         self.metrics = metrics
         self.limiter = limiter
+        self.failures = failures
+        self.proxies = tuple(proxies)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -37,43 +57,87 @@ class ObserveMiddleware:
             return
         started = time.perf_counter()
         status = 500
-        if self.limiter is not None and scope["path"] not in _UNLIMITED:
-            wait = self.limiter.take(self._key(scope))
+        if self.proxies:
+            scope = self._forwarded(scope)
+        # One state dict for the request, shared by every (shallow) copy of the scope below,
+        # so a mounted surface's ``auth_failed`` mark reaches this middleware.
+        state: dict[str, Any] = scope.setdefault("state", {})
+        client = scope.get("client")
+        address = "a:" + (client[0] if client else "?")
+        limited = scope["path"] not in _UNLIMITED
+        throttled = 0.0  # > 0: this address's failed authentications answer 429
+        if self.failures is not None and limited:
+            throttled = self.failures.wait(address)
+        if self.limiter is not None and limited:
+            wait = self.limiter.take(self._key(scope, address))
             if wait > 0:
-                await self._refuse(scope, receive, send, wait)
+                await self._refuse(scope, receive, send, wait, self.limiter, "requests for "
+                                   "this token")  # fmt: skip
                 self.metrics.rate_limited.inc()
                 self.metrics.observe(scope["method"], "(rate limited)", 429, 0.0)
                 return
 
+        refused = False
+
         async def send_observed(message: Message) -> None:
-            nonlocal status
+            nonlocal status, refused
+            if refused:
+                return  # the 401's body: replaced by the 429 already sent
             if message["type"] == "http.response.start":
                 status = message["status"]
+                failed = status == 401 or bool(state.get("auth_failed"))
+                if throttled > 0 and failed and self.failures is not None:
+                    refused, status = True, 429
+                    await self._refuse(scope, receive, send, throttled, self.failures,
+                                       "failed authentications from this address")  # fmt: skip
+                    self.metrics.rate_limited.inc()
+                    return
             await send(message)
 
         try:
             await self.app(scope, receive, send_observed)
         finally:
+            if (
+                self.failures is not None
+                and not refused
+                and (status == 401 or state.get("auth_failed"))
+            ):
+                self.failures.take(address)
             self._record(scope, status, time.perf_counter() - started)
 
-    def _key(self, scope: Scope) -> str:
-        authorization = None
-        for name, value in scope["headers"]:
-            if name == b"authorization":
-                authorization = value
-                break
+    def _forwarded(self, scope: Scope) -> Scope:
+        """The scope with the client (and scheme) a trusted proxy forwarded, if it is one."""
         client = scope.get("client")
-        assert self.limiter is not None
-        return self.limiter.key(authorization, client[0] if client else None)
+        peer = client[0] if client else None
+        forwarded = [v for n, v in scope["headers"] if n == b"x-forwarded-for"]
+        address = client_address(peer, forwarded, self.proxies)
+        if address == peer:
+            return scope
+        proto = next((v for n, v in scope["headers"] if n == b"x-forwarded-proto"), b"")
+        scheme = proto.decode("latin-1").split(",")[-1].strip().lower()
+        changed = {**scope, "client": (address, 0)}
+        if scheme in ("http", "https"):
+            changed["scheme"] = scheme
+        return changed
 
-    async def _refuse(self, scope: Scope, receive: Receive, send: Send, wait: float) -> None:
-        assert self.limiter is not None
-        seconds = self.limiter.retry_after(wait)
+    @staticmethod
+    def _key(scope: Scope, address: str) -> str:
+        """A request's bucket: its bearer credential (hashed), else its client address."""
+        for name, value in scope["headers"]:
+            if name == b"authorization" and value:
+                return RateLimiter.key(value, None)
+        return address
+
+    @staticmethod
+    async def _refuse(
+        scope: Scope, receive: Receive, send: Send, wait: float, limiter: RateLimiter, what: str
+    ) -> None:
+        seconds = limiter.retry_after(wait)
         response = envelope(
             429,
             "rate_limited",
-            f"too many requests for this token (limit {self.limiter.rate:g}/s, burst "
-            f"{self.limiter.burst}); retry after {seconds} s",
+            f"too many {what} (limit {limiter.rate:g}/s, burst {limiter.burst}); retry after "
+            f"{seconds} s",
             headers={"Retry-After": str(seconds)},
             retry_after=seconds,
         )

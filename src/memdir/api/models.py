@@ -245,8 +245,14 @@ class TokenBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
     principal: Text = Field(description="The registered principal the token stands for.")
     name: Text | None = Field(None, description="A label to recognise the token by.")
-    paths: list[Text] = Field(default_factory=lambda: ["/**"], min_length=1)
-    actions: list[Action] = Field(default_factory=lambda: list(ALL_ACTIONS), min_length=1)
+    paths: list[Text] | None = Field(
+        None, min_length=1,
+        description="Path globs (default: every path, or those of the caller's narrowed token).",
+    )  # fmt: skip
+    actions: list[Action] | None = Field(
+        None, min_length=1,
+        description="Actions (default: all, or those of the caller's narrowed token).",
+    )  # fmt: skip
     expires_in: int | None = Field(None, ge=1, description="Lifetime in seconds (none: no end).")
 
 

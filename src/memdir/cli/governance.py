@@ -84,10 +84,13 @@ def _duration(value: str | None) -> dt.timedelta | None:
 @verb(token, "create")
 @click.argument("principal_id", metavar="PRINCIPAL")
 @click.option("--name", help="A label to recognise the token by.")
-@click.option("--path", "paths", multiple=True, help="Only these path globs (repeatable).")
+@click.option("--path", "paths", multiple=True,
+              help="Only these path globs (repeatable; default: every path, or those of the "
+              "token you act with).")  # fmt: skip
 @click.option("--action", "actions", multiple=True,
               type=click.Choice(["read", "propose", "write", "admin"]),
-              help="Only these actions (repeatable).")  # fmt: skip
+              help="Only these actions (repeatable; default: all, or those of the token you "
+              "act with).")  # fmt: skip
 @click.option("--expires", metavar="DURATION", help="Lifetime such as 12h or 30d.")
 def token_create(
     app: App, principal_id: str, name: str | None, paths: tuple[str, ...],
@@ -95,8 +98,8 @@ def token_create(
 ) -> None:  # fmt: skip
     """Create a token for PRINCIPAL and print it once (only its hash is kept)."""
     info = app.service().create_token(
-        app.principal, principal_id, name=name, paths=paths or ("/**",),
-        actions=actions or ("read", "propose", "write", "admin"), expires_in=_duration(expires),
+        app.principal, principal_id, name=name, paths=paths or None, actions=actions or None,
+        expires_in=_duration(expires),
     )  # fmt: skip
     human = f"{info.token}\n(token {info.id} for {info.principal}; shown once — store it now)"
     emit(app.as_json, info, human)

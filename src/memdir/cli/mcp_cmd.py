@@ -1,4 +1,9 @@
-"""``memdir mcp``: serve the memory tools over MCP on stdio, for desktop and CLI agents."""
+"""``memdir mcp``: serve the memory tools over MCP on stdio, for desktop and CLI agents.
+
+The process on the other end is an agent, so it acts as a named principal (``MEMDIR_TOKEN``
+or ``--as``), never as the database owner by default: without either, it refuses to start
+unless ``--as-owner`` asks for the owner explicitly.
+"""
 
 from __future__ import annotations
 
@@ -6,6 +11,7 @@ import click
 
 from memdir.cli.app import App, verb
 from memdir.cli.main import cli
+from memdir.core.errors import InvalidInput
 
 
 @verb(cli, "mcp")
@@ -21,12 +27,26 @@ from memdir.cli.main import cli
     is_flag=True,
     help="Do not accept /memories/... as another name for the root.",
 )
-def mcp(app: App, root: str, no_memories_alias: bool) -> None:
+@click.option(
+    "--as-owner",
+    is_flag=True,
+    help="Act as the database owner (every right in every store); only for a trusted client.",
+)
+def mcp(app: App, root: str, no_memories_alias: bool, as_owner: bool) -> None:
     """Serve MCP on stdin/stdout (tools view, create, str_replace, ... as in docs/mcp.md).
 
-    The tools act as the principal of MEMDIR_TOKEN, else --as, else the database owner, on
-    --store. Configure an agent with e.g. `claude mcp add memdir -- memdir --db URL mcp`.
+    The tools act as the principal of MEMDIR_TOKEN, else of --as, on --store. Without either
+    it refuses to start, unless --as-owner asks for the database owner. Configure an agent
+    with e.g. `claude mcp add memdir -e MEMDIR_TOKEN=mdr_... -- memdir --db URL mcp`.
     """
+    named = app.as_principal is not None or bool(app.settings.token)
+    if as_owner and named:
+        raise InvalidInput("give --as-owner, or --as / MEMDIR_TOKEN, not both")
+    if not as_owner and not named:
+        raise InvalidInput(
+            "memdir mcp needs a principal for the agent: set MEMDIR_TOKEN or give --as "
+            "PRINCIPAL before mcp (or --as-owner to act as the database owner)"
+        )
     principal = app.principal
     app.service().store_info(principal, app.store)  # fail fast on an unknown store
 

@@ -77,7 +77,9 @@ def serve(app: App, host: str, port: int, workers: int, access_log: bool) -> Non
 
     Creates and migrates the database and the store when missing. On the first start of a
     database without admins it registers user:admin in group admins and prints its token
-    once on stderr. Rate limits: MEMDIR_RATE_LIMIT (RATE/BURST per token, or off).
+    once on stderr. Rate limits: MEMDIR_RATE_LIMIT (RATE/BURST per token, or off) and
+    MEMDIR_AUTH_FAILURE_LIMIT (failed authentications per client address); proxy headers
+    count only from MEMDIR_TRUSTED_PROXIES.
     """
     import uvicorn
 
@@ -101,4 +103,5 @@ def serve(app: App, host: str, port: int, workers: int, access_log: bool) -> Non
     uvicorn.run(
         APP_FACTORY, factory=True, host=host, port=port, workers=workers,
         access_log=access_log, timeout_graceful_shutdown=5, log_level="warning",
+        proxy_headers=False,  # the app honours them from MEMDIR_TRUSTED_PROXIES only
     )  # fmt: skip

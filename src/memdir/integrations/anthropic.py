@@ -48,6 +48,7 @@ from anthropic.types.beta import (
 )
 
 from memdir.core.errors import (
+    InvalidInput,
     InvalidPath,
     MemdirError,
     NotFound,
@@ -323,12 +324,24 @@ def _refusal(error: MemdirError) -> ToolError:
     return ToolError(error.message)
 
 
+def _refuse_owner(client: Client | AsyncClient, as_owner: bool) -> None:
+    """The model is an agent: it acts as a named principal, never as the owner by default."""
+    if client.acts_as_owner and not as_owner:
+        raise InvalidInput(
+            "the memory tool's client acts as the database owner; open it as the agent's "
+            "principal (memdir.Client(db=..., principal='agent:NAME') or a token), or pass "
+            "as_owner=True to mean it"
+        )
+
+
 class MemoryTool(BetaAbstractMemoryTool):
     """Claude's memory tool (``memory_20250818``) over a :class:`memdir.Client`.
 
     ``prefix``: the store directory ``/memories`` stands for (default ``/memories``).
     ``store``: the store (default: the client's). ``provenance``: session, reason and source
     kind recorded with every change (the actor is always the client's principal).
+    ``as_owner``: accept an in-process client acting as the database owner (refused by
+    default: the model would administer the database).
     """
 
     def __init__(
@@ -339,8 +352,10 @@ class MemoryTool(BetaAbstractMemoryTool):
         store: str | None = None,
         provenance: Provenance | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
+        as_owner: bool = False,
     ) -> None:
         super().__init__(cache_control=cache_control)
+        _refuse_owner(client, as_owner)
         self.client = client
         self._commands = _Commands(prefix, store, provenance)
 
@@ -397,8 +412,10 @@ class AsyncMemoryTool(BetaAsyncAbstractMemoryTool):
         store: str | None = None,
         provenance: Provenance | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
+        as_owner: bool = False,
     ) -> None:
         super().__init__(cache_control=cache_control)
+        _refuse_owner(client, as_owner)
         self.client = client
         self._commands = _Commands(prefix, store, provenance)
 

@@ -139,6 +139,12 @@ class _BaseClient:
             self._headers["Authorization"] = f"Bearer {bearer}"
 
     @property
+    def acts_as_owner(self) -> bool:
+        """True for an in-process client acting as the database owner (opened on ``db=``
+        without ``principal=`` or ``token=``); a server never authenticates the owner."""
+        return self._local is not None and self._local.acts_as_owner
+
+    @property
     def base_url(self) -> str:
         """The server's URL (``http://memdir.local`` for the local transport)."""
         return self._base

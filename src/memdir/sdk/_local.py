@@ -74,6 +74,15 @@ class LocalApp:
     service: LocalService
     bearer: str | None
 
+    @property
+    def acts_as_owner(self) -> bool:
+        """The bearer is the local secret standing for the database owner."""
+        return (
+            self.bearer is not None
+            and self.bearer == self.service._secret
+            and self.service._acting == OWNER.id
+        )
+
     def close(self) -> None:
         self.service.db.close()
 
@@ -97,8 +106,9 @@ def open_local(
         if create:
             service.create_store(OWNER, store, exist_ok=True)
         bearer = token if token is not None else service.act_as(principal or OWNER.id)
-        # No rate limit in-process: the caller is the process itself.
-        app = create_app(settings, service, api_settings=ApiSettings(rate=None))
+        # No rate limits in-process: the caller is the process itself.
+        limits = ApiSettings(rate=None, auth_failure_rate=None)
+        app = create_app(settings, service, api_settings=limits)
     except BaseException:
         service.db.close()
         raise

@@ -32,7 +32,7 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-from memdir.access import Access
+from memdir.access import TRANSCRIPTS, Access, database_check
 from memdir.base import ServiceBase
 from memdir.core.errors import Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.core.model import Principal
@@ -93,17 +93,6 @@ def validate_label(kind: str, value: str) -> str:
     return value
 
 
-def _is_admin(principal: Principal, action: str) -> bool:
-    """Owner, or an ``admins`` member whose token (if any) covers every path and the action."""
-    if principal.is_owner:
-        return True
-    if "admins" not in principal.groups:
-        return False
-    scope = principal.scope
-    return scope is None or ("/**" in scope.paths and (action in scope.actions
-                                                       or "admin" in scope.actions))  # fmt: skip
-
-
 def allowed(access: Access, scopes: dict[str, str], action: str) -> bool:
     """May ``access.principal`` do ``action`` on a transcript with these scope labels?
 
@@ -112,7 +101,8 @@ def allowed(access: Access, scopes: dict[str, str], action: str) -> bool:
     directory and consults it for paths *below* that directory only.
     """
     if not scopes:
-        return _is_admin(access.principal, action)
+        # Unlabelled: the database-wide decision, its token narrowing applied to ``action``.
+        return database_check(access.principal, action, TRANSCRIPTS).allowed
     return all(access.allowed(action, path + "/*") for path in scope_paths(scopes))
 
 

@@ -142,6 +142,7 @@ async def current_principal(request: Request, service: MemoryService) -> tuple[P
     try:
         principal = await run_in_threadpool(service.authenticate, token)
     except Unauthenticated:
+        request.state.auth_failed = True  # counted per client address by the app's middleware
         raise SignInRequired("invalid") from None
     return principal, token
 

@@ -1,18 +1,22 @@
 """Stores, principals, tokens and policy.
 
-Managing stores, principals and tokens needs a member of the ``admins`` group; a store's
-policy needs the ``admin`` right in that store. Anyone may list stores and see themselves.
+Managing stores, principals and tokens needs a member of the ``admins`` group whose token
+allows ``admin`` on the resource (one decision: :func:`memdir.access.database_check`); a
+store's policy needs the ``admin`` right in that store. Anyone may list stores and see themselves.
 """
 
 from __future__ import annotations
 
 import datetime as dt
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import Query, Request
 from fastapi.responses import Response
 
+from memdir.access import PRINCIPALS, STORES, TOKENS
 from memdir.api.deps import (
+    Caller,
     Ctx,
     Cursor,
     IdempotencyKey,
@@ -39,6 +43,12 @@ __all__ = ["router"]
 router = v1_router()
 Action = Annotated[Literal["read", "propose", "write", "admin"], Query()]
 
+
+def _admin(ctx: Caller, resource: str, what: str) -> Callable[[Any], None]:
+    """A replay's check for a database-wide mutation: the caller administers ``resource``."""
+    return lambda _recorded: ctx.service.require_admin(ctx.principal, resource, what)
+
+
 # --- stores ----------------------------------------------------------------------------------
 
 
@@ -55,6 +65,7 @@ async def create_store(ctx: Ctx, body: StoreBody, key: IdempotencyKey = None) ->
     return await once(
         ctx, key, ["create_store", body.model_dump()],
         lambda: ctx.service.create_store(ctx.principal, body.name, exist_ok=body.exist_ok),
+        authorize=_admin(ctx, STORES, "create stores"),
         status=201, headers=lambda info: {"Location": f"/v1/stores/{info['name']}"},
     )  # fmt: skip
 
@@ -69,14 +80,17 @@ async def show_store(ctx: Ctx, store: StoreName) -> Response:
 async def archive_store(ctx: Ctx, store: StoreName, key: IdempotencyKey = None) -> Response:
     """Make the store read-only for good (there is no unarchive)."""
     run = lambda: ctx.service.archive_store(ctx.principal, store)  # noqa: E731
-    return await once(ctx, key, ["archive_store", store], run)
+    return await once(
+        ctx, key, ["archive_store", store], run, authorize=_admin(ctx, STORES, "archive stores")
+    )
 
 
 @router.delete("/stores/{store}", status_code=204, tags=["stores"], summary="Delete a store")
 async def delete_store(ctx: Ctx, store: StoreName, key: IdempotencyKey = None) -> Response:
     """Delete the store with all its files, history and proposals."""
     run = lambda: ctx.service.delete_store(ctx.principal, store)  # noqa: E731
-    return await once(ctx, key, ["delete_store", store], run, status=204)
+    check = _admin(ctx, STORES, "delete stores")
+    return await once(ctx, key, ["delete_store", store], run, authorize=check, status=204)
 
 
 # --- principals and tokens ---------------------------------------------------------------------
@@ -104,7 +118,10 @@ async def add_principal(ctx: Ctx, body: PrincipalBody, key: IdempotencyKey = Non
             tasks=tuple(body.tasks), acts_for=body.acts_for,
         )  # fmt: skip
 
-    return await once(ctx, key, ["add_principal", body.model_dump()], run, status=201)
+    check = _admin(ctx, PRINCIPALS, "register principals")
+    return await once(
+        ctx, key, ["add_principal", body.model_dump()], run, authorize=check, status=201
+    )
 
 
 @router.get("/principals/{principal_id}", response_model=PrincipalInfo, tags=["principals"],
@@ -146,12 +163,15 @@ async def create_token(ctx: Ctx, body: TokenBody, key: IdempotencyKey = None) ->
 
     def run() -> TokenInfo:
         return ctx.service.create_token(
-            ctx.principal, body.principal, name=body.name, paths=tuple(body.paths),
-            actions=tuple(body.actions), expires_in=expires,
+            ctx.principal, body.principal, name=body.name,
+            paths=tuple(body.paths) if body.paths is not None else None,
+            actions=tuple(body.actions) if body.actions is not None else None,
+            expires_in=expires,
         )  # fmt: skip
 
     return await once(
         ctx, key, ["create_token", body.model_dump()], run, status=201,
+        authorize=_admin(ctx, TOKENS, "create tokens"),
         headers=lambda _: {"Cache-Control": "no-store"}, keep_out=("token",),
     )  # fmt: skip
 

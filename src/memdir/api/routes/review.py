@@ -6,12 +6,14 @@ A proposal is visible to whoever may read every path it touches, by the caller's
 
 from __future__ import annotations
 
-from typing import Annotated, Literal
+from collections.abc import Callable
+from typing import Annotated, Any, Literal
 
 from fastapi import Query
 from fastapi.responses import Response
 
 from memdir.api.deps import (
+    Caller,
     Ctx,
     Cursor,
     IdempotencyKey,
@@ -19,6 +21,7 @@ from memdir.api.deps import (
     Prov,
     StoreName,
     commit_headers,
+    commit_paths,
     merged,
     offset_of,
     offset_page,
@@ -36,6 +39,11 @@ router = v1_router("proposals")
 
 ONE = "/stores/{store}/proposals/{proposal_id}"
 Status = Literal["open", "accepted", "rejected", "conflicted", "superseded", "all"]
+
+
+def _reviewer(ctx: Caller, store: str) -> Callable[[Any], None]:
+    """A replayed review's check: the caller may still write every path of the proposal."""
+    return lambda recorded: ctx.service.authorize(ctx.principal, store, "write", recorded["paths"])
 
 
 @router.get("/stores/{store}/proposals", response_model=Page[Proposal], summary="Proposals")
@@ -68,9 +76,13 @@ async def propose(ctx: Ctx, store: StoreName, body: ProposeBody, prov: Prov) -> 
             statistics=body.statistics, provenance=merged(prov, body),
         )  # fmt: skip
 
+    def check(recorded: Any) -> None:
+        ctx.service.authorize(ctx.principal, store, "propose", recorded["paths"])
+
     return await once(
         ctx, prov.idempotency_key, ["propose", store, body.model_dump(mode="json")], run,
-        status=201, headers=lambda p: {"Location": f"/v1/stores/{store}/proposals/{p['id']}"},
+        authorize=check, status=201,
+        headers=lambda p: {"Location": f"/v1/stores/{store}/proposals/{p['id']}"},
     )  # fmt: skip
 
 
@@ -99,6 +111,9 @@ async def accept(
         lambda: ctx.service.accept_proposal(
             ctx.principal, store, proposal_id, comment, revision=revision
         ),
+        authorize=lambda done: ctx.service.authorize(
+            ctx.principal, store, "write", commit_paths(done)
+        ),
         headers=commit_headers,
     )  # fmt: skip
 
@@ -116,6 +131,7 @@ async def reject(
     return await once(
         ctx, key, ["reject_proposal", store, proposal_id, comment],
         lambda: ctx.service.reject_proposal(ctx.principal, store, proposal_id, comment),
+        authorize=_reviewer(ctx, store),
     )  # fmt: skip
 
 
@@ -132,4 +148,5 @@ async def rebase(
     return await once(
         ctx, key, ["rebase_proposal", store, proposal_id, content],
         lambda: ctx.service.rebase_proposal(ctx.principal, store, proposal_id, content=content),
+        authorize=_reviewer(ctx, store),
     )  # fmt: skip
