@@ -28,6 +28,7 @@ import sqlalchemy as sa
 
 from leak_model import Actor, Knowledge, Source, is_db_admin
 from leak_ops import Call
+from leak_surfaces import Answer
 from leak_world import STORE, World
 from memdir import OWNER
 from memdir.storage.schema import blobs, commits, heads, proposals, stores, tokens, transcripts
@@ -91,7 +92,7 @@ class Oracle:
     # --- checks ------------------------------------------------------------------------------
 
     def note(self, call: Call, kind: str, what: str, example: str) -> None:
-        finding = Finding(call.op, call.surface, kind, what, example[:300])
+        finding = Finding(call.op, call.surface, kind, what, f"[{call.actor}] {example[:300]}")
         self.findings.setdefault(finding.key, finding)
 
     def allowed(self, actor: Actor, canary: str, sent: str) -> bool:
@@ -132,6 +133,20 @@ class Oracle:
                     f"store {name[:6]}…: files={info.get('files')}, readable={readable}",
                 )
 
+    def check_control(self, call: Call) -> None:
+        """A path the caller may not read gets the answer a path that never existed gets."""
+        if call.control is None or call.target is None or call.answer is None:
+            return
+        absent, control = call.control
+
+        def shown(answer: Answer, path: str) -> tuple[bool, int | None, str]:
+            return (answer.ok, answer.status, answer.texts[0].replace(path, "PATH"))
+
+        hidden, missing = shown(call.answer, call.target), shown(control, absent)
+        if hidden != missing:
+            self.note(call, "answer differs from a missing path's", "for an unreadable path",
+                      f"{hidden[2][:140]!r} vs {missing[2][:140]!r}")  # fmt: skip
+
     def check_admin(self, actor: Actor, call: Call, before: Any) -> None:
         if before != self.admin_tables() and not is_db_admin(actor):
             self.note(
@@ -159,8 +174,11 @@ class Oracle:
         additions: list[tuple[set[str], Source]] = []
         for v in rows:
             self._version_seen = max(self._version_seen, v.id)
-            text = f"{v.path}\n{v.content or ''}\n{v.reason or ''}\n{v.session or ''}".lower()
+            text = f"{v.path}\n{v.content or ''}".lower()
             found = self.world.canaries.found_in(text)
+            meta = self.world.canaries.found_in(f"{v.reason or ''}\n{v.session or ''}".lower())
+            for path in {v.path, v.old_path} - {None}:  # the commit shows beside either
+                additions.append((meta, Source("path", v.name, path)))
             if actor is not None and call is not None:
                 policy = self.world.policies[v.name]
                 for path in {v.path, v.old_path} - {None}:
@@ -200,6 +218,7 @@ class Oracle:
         self.cases += 1
         self.check_answer(actor, call)
         self.check_store_counts(actor, call)
+        self.check_control(call)
         self.check_admin(actor, call, before)
         self.scan(actor, call)
         sent = "\n".join(call.sent).lower()

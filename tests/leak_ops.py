@@ -25,6 +25,8 @@ from memdir.storage.schema import versions as versions_table
 from memdir.transcripts.model import Labels
 from memdir.transcripts.reader import Source as TranscriptSource
 
+_HIDDEN_DIRS = ("/secret/", "/private/", "/frozen/", "/shared/")
+
 
 @dataclass
 class Call:
@@ -32,8 +34,11 @@ class Call:
 
     op: str
     surface: str
+    actor: str = ""
     sent: list[str] = field(default_factory=list)
     answer: Answer | None = None
+    target: str | None = None  # the one path a read-only call asked about
+    control: tuple[str, Answer] | None = None  # the same call on a path that never existed
 
 
 class Ops:
@@ -51,14 +56,27 @@ class Ops:
         return self.world.rows(query)
 
     def paths(self) -> list[str]:
+        """Every path of the store's past but the policy's (a changed policy is no leak, and the
+        model would not follow it)."""
         rows = self._rows(sa.select(versions_table.c.path).where(versions_table.c.store_id == 1))
-        return sorted({r.path for r in rows})
+        return sorted({r.path for r in rows if not r.path.startswith("/.memdir/")})
 
-    def path(self) -> str:
+    def path(self, *, reading: bool = False) -> str:
+        """A path to aim at: often one with a past across scopes, or a hidden directory's;
+        when ``reading``, sometimes the policy file."""
         known = self.paths()
-        if self.rng.random() < 0.25:
+        roll = self.rng.random()
+        if reading and roll < 0.05:
+            return "/.memdir/policy.yaml"
+        if roll < 0.2:
             directory = self.rng.choice(known).rsplit("/", 1)[0]
             return f"{directory}/new-{self.new('name')}.md"
+        if roll < 0.6:
+            moved = self._rows(sa.select(versions_table.c.path, versions_table.c.old_path)
+                               .where(versions_table.c.old_path.is_not(None)))  # fmt: skip
+            hidden = [p for p in known if any(d in p for d in _HIDDEN_DIRS)]
+            pool = [p for row in moved for p in (row.path, row.old_path)] + hidden
+            return self.rng.choice(pool or known)
         return self.rng.choice(known)
 
     def head(self, path: str) -> Any:
@@ -72,7 +90,9 @@ class Ops:
         return self.world.svc.read(self.world.svc.resolve("owner"), STORE, path).content
 
     def ids(self, table: Any, column: str = "id") -> list[str]:
-        return [str(getattr(r, column)) for r in self._rows(sa.select(getattr(table.c, column)))]
+        """Ids in the order they were made (rowid), so a seed replays the same calls."""
+        query = sa.select(getattr(table.c, column)).order_by(sa.text("rowid"))
+        return [str(getattr(r, column)) for r in self._rows(query)]
 
     def new(self, kind: str) -> str:
         canary = self.world.canaries.new(kind)
@@ -115,7 +135,7 @@ def op(name: str) -> Callable[[OpFn], OpFn]:
 def _do(o: Ops, actor: str, name: str, surface: str, sent: list[str],
         service: Callable[[Any], Any] | None = None, rest: Callable[[], Answer] | None = None,
         mcp: Callable[[], Answer] | None = None) -> Call:  # fmt: skip
-    call = Call(name, surface, [s for s in sent if s])
+    call = Call(name, surface, actor, [s for s in sent if s])
     if surface == "service" and service is not None:
         call.answer = o.s.service(actor, service)
     elif surface == "rest" and rest is not None:
@@ -135,16 +155,33 @@ def _prov_headers(p: Provenance) -> dict[str, str]:
     return {"X-Memdir-Reason": p.reason or "", "X-Memdir-Session": p.session or ""}
 
 
+def _with_control(o: Ops, actor: str, path: str, attempt: Callable[[str], Call]) -> Call:
+    """``attempt(path)``; when the caller may not read ``path``, also the same call on a
+    sibling that never existed: the two answers must be the same but for the path."""
+    call = attempt(path)
+    call.target = path
+    if not o.world.policies[STORE].may(o.world.actors[actor], "read", path):
+        absent = f"{path.rsplit('/', 1)[0]}/absent-{o.new('name')}.md"
+        control = attempt(absent).answer
+        assert control is not None
+        call.control = (absent, control)
+    return call
+
+
 @op("read")
 def _read(o: Ops, actor: str) -> Call:
-    path, surface = o.path(), o.pick()
+    path, surface = o.path(reading=True), o.pick()
     version = o.rng.choice([None, 1, 2, 3, 9])
-    if surface == "mcp":
-        return _do(o, actor, "read", "mcp", [path], mcp=lambda: o.s.tool(actor, "view", path=path))
-    return _do(o, actor, "read" + ("--version" if version else ""), surface, [path],
-               service=lambda p: o.world.svc.read(p, STORE, path, version=version),
-               rest=lambda: o.s.rest(actor, "GET", file_url(path),
-                                     params={"version": version, "format": "json"}))  # fmt: skip
+    name = "read" + ("--version" if version and surface != "mcp" else "")
+
+    def attempt(at: str) -> Call:
+        return _do(o, actor, name, surface, [at],
+                   service=lambda p: o.world.svc.read(p, STORE, at, version=version),
+                   rest=lambda: o.s.rest(actor, "GET", file_url(at),
+                                         params={"version": version, "format": "json"}),
+                   mcp=lambda: o.s.tool(actor, "view", path=at))  # fmt: skip
+
+    return _with_control(o, actor, path, attempt)
 
 
 @op("ls")
@@ -187,11 +224,15 @@ def _search(o: Ops, actor: str) -> Call:
 
 @op("history")
 def _history(o: Ops, actor: str) -> Call:
-    path = o.path()
-    return _do(o, actor, "history", o.pick(), [path],
-               service=lambda p: o.world.svc.file_history(p, STORE, path),
-               rest=lambda: o.s.rest(actor, "GET", file_url(path, kind="versions")),
-               mcp=lambda: o.s.tool(actor, "history", path=path))  # fmt: skip
+    path, surface = o.path(reading=True), o.pick()
+
+    def attempt(at: str) -> Call:
+        return _do(o, actor, "history", surface, [at],
+                   service=lambda p: o.world.svc.file_history(p, STORE, at),
+                   rest=lambda: o.s.rest(actor, "GET", file_url(at, kind="versions")),
+                   mcp=lambda: o.s.tool(actor, "history", path=at))  # fmt: skip
+
+    return _with_control(o, actor, path, attempt)
 
 
 @op("log")
@@ -204,11 +245,15 @@ def _log(o: Ops, actor: str) -> Call:
 
 @op("diff")
 def _diff(o: Ops, actor: str) -> Call:
-    path, b = o.path(), o.rng.choice([None, 2, 3])
-    return _do(o, actor, "diff", o.pick("service", "rest"), [path],
-               service=lambda p: o.world.svc.diff(p, STORE, path, 1, b),
-               rest=lambda: o.s.rest(actor, "GET", file_url(path, kind="diff"),
-                                     params={"a": 1, "b": b}))  # fmt: skip
+    path, b, surface = o.path(reading=True), o.rng.choice([None, 2, 3]), o.pick("service", "rest")
+
+    def attempt(at: str) -> Call:
+        return _do(o, actor, "diff", surface, [at],
+                   service=lambda p: o.world.svc.diff(p, STORE, at, 1, b),
+                   rest=lambda: o.s.rest(actor, "GET", file_url(at, kind="diff"),
+                                         params={"a": 1, "b": b}))  # fmt: skip
+
+    return _with_control(o, actor, path, attempt)
 
 
 @op("revert-file")
@@ -224,7 +269,9 @@ def _revert_file(o: Ops, actor: str) -> Call:
 
 @op("revert-commit")
 def _revert_commit(o: Ops, actor: str) -> Call:
-    ids = o.ids(commits)
+    policy = o._rows(sa.select(versions_table.c.commit_id)
+                     .where(versions_table.c.path.like("/.memdir/%")))  # fmt: skip
+    ids = [c for c in o.ids(commits) if c not in {r.commit_id for r in policy}]
     commit = o.rng.choice(ids)
     name = "revert-commit"
     if o.rng.random() < 0.5:
