@@ -4,9 +4,9 @@
 the tables as the owner after set-up and after every operation:
 
 - a file version makes each canary in its path and content visible at that path (and the
-  commit's reason and session canaries too) — but only when the caller that made it could
-  see them before: otherwise the operation itself is a finding (it moved text the caller may
-  not read into a file), and the canary gains no source;
+  commit's reason and session canaries at its path and former path); when the caller that
+  made it could not see them before, the operation itself is a finding (it moved text the
+  caller may not read into a file) — reported once, not at every later read;
 - a proposal makes the canaries its author sent visible to whoever may read all its paths;
 - a transcript makes the canaries in its exported form visible to whoever may read it;
 - project and task names are visible to administrators (principal listings) and to the
@@ -54,6 +54,7 @@ class Finding:
 
 def _context(text: str, canary: str, width: int = 70) -> str:
     at = text.find(canary[:12])
+    at = text.find(canary) if at < 0 else at
     return text[max(0, at - width) : at + width].replace("\n", "\\n")
 
 
@@ -65,6 +66,7 @@ class Oracle:
         self.cases = 0
         self._version_seen = 0
         self._proposals_seen: set[str] = set()
+        self.shas: dict[str, set[str]] = {}  # a version's sha256 -> the canaries it hashes
         for name in [*world.projects, *world.tasks]:
             self.k.add(name, Source("admin"))
         for actor in world.actors.values():
@@ -108,6 +110,19 @@ class Oracle:
                     kind = self.world.canaries.kind[canary]
                     self.note(call, f"answer ({'ok' if call.answer.ok else 'error'}) shows",
                               f"{kind} canary", _context(folded, canary))  # fmt: skip
+
+    def check_hashes(self, actor: Actor, call: Call) -> None:
+        """A content's sha256 tells what the content is: shown only to who may read it all."""
+        assert call.answer is not None
+        sent = "\n".join(call.sent).lower()
+        for text in call.answer.texts:
+            folded = text.lower()
+            for sha, inside in self.shas.items():
+                if sha in folded and sha not in sent:
+                    hidden = sorted(c for c in inside if not self.allowed(actor, c, sent))
+                    if hidden:
+                        kind = f"sha256 of a {self.world.canaries.kind[hidden[0]]} canary"
+                        self.note(call, "answer shows", kind, _context(folded, sha))
 
     def check_store_counts(self, actor: Actor, call: Call) -> None:
         """A store's file count counts what the caller may read (REST answers)."""
@@ -176,6 +191,8 @@ class Oracle:
             self._version_seen = max(self._version_seen, v.id)
             text = f"{v.path}\n{v.content or ''}".lower()
             found = self.world.canaries.found_in(text)
+            if v.sha256 and v.content:
+                self.shas[v.sha256] = self.world.canaries.found_in(v.content.lower())
             meta = self.world.canaries.found_in(f"{v.reason or ''}\n{v.session or ''}".lower())
             for path in {v.path, v.old_path} - {None}:  # the commit shows beside either
                 additions.append((meta, Source("path", v.name, path)))
@@ -189,7 +206,7 @@ class Oracle:
                 for canary in sorted(hidden):
                     self.note(call, "wrote into a file", f"{self.world.canaries.kind[canary]} "
                               "canary it may not read", _context(text, canary))  # fmt: skip
-                found -= hidden
+            # registered either way: the leak is the write, reported once, not every later read
             additions.append((found, Source("path", v.name, v.path)))
         for found, source in additions:
             self.k.add_all(found, source)
@@ -217,6 +234,7 @@ class Oracle:
     def judge(self, actor: Actor, call: Call, before: Any, fresh: list[str]) -> None:
         self.cases += 1
         self.check_answer(actor, call)
+        self.check_hashes(actor, call)
         self.check_store_counts(actor, call)
         self.check_control(call)
         self.check_admin(actor, call, before)
@@ -241,7 +259,9 @@ def run_case(tmp_path: Any, rng: Any, operations: int) -> Oracle:
             if rng.random() < 0.05:
                 reshuffle(world, surfaces)
                 continue
-            actor = world.actors[rng.choice(callers)]
+            # narrowed administrators twice as often: their tokens are the sharpest test
+            weights = [2.0 if "admins" in world.actors[c].groups else 1.0 for c in callers]
+            actor = world.actors[rng.choices(callers, weights)[0]]
             before = oracle.admin_tables()
             call = ops.run(actor.id)
             oracle.judge(actor, call, before, list(ops.fresh))

@@ -49,6 +49,7 @@ class Ops:
         self.s = surfaces
         self.rng = world.rng
         self.fresh: list[str] = []
+        self.actor = ""
 
     # --- the owner's view, to aim at --------------------------------------------------------
 
@@ -71,13 +72,33 @@ class Ops:
         if roll < 0.2:
             directory = self.rng.choice(known).rsplit("/", 1)[0]
             return f"{directory}/new-{self.new('name')}.md"
-        if roll < 0.6:
+        if roll < 0.4:
             moved = self._rows(sa.select(versions_table.c.path, versions_table.c.old_path)
                                .where(versions_table.c.old_path.is_not(None)))  # fmt: skip
             hidden = [p for p in known if any(d in p for d in _HIDDEN_DIRS)]
             pool = [p for row in moved for p in (row.path, row.old_path)] + hidden
             return self.rng.choice(pool or known)
+        if roll < 0.7:  # the caller's own kind of trouble: a readable file with a hidden
+            tricky = self._tricky(known)  # past, or a path it may write but not read
+            if tricky:
+                return self.rng.choice(tricky)
         return self.rng.choice(known)
+
+    def _tricky(self, known: list[str]) -> list[str]:
+        policy, actor = self.world.policies[STORE], self.world.actors[self.actor]
+        rows = self._rows(sa.select(versions_table.c.file_id, versions_table.c.path)
+                          .where(versions_table.c.store_id == 1))  # fmt: skip
+        by_file: dict[int, set[str]] = {}
+        for row in rows:
+            by_file.setdefault(row.file_id, set()).add(row.path)
+        out = []
+        for paths in by_file.values():
+            seen = {p for p in paths if policy.may(actor, "read", p)}
+            if seen and seen != paths:
+                out.extend(sorted(seen))
+        blind = [p for p in known if policy.policy_allows(actor, "write", p)
+                 and not policy.may(actor, "read", p)]  # fmt: skip
+        return out + blind
 
     def head(self, path: str) -> Any:
         rows = self._rows(sa.select(heads).where(heads.c.store_id == 1, heads.c.path == path))
@@ -114,13 +135,20 @@ class Ops:
 
     def run(self, actor: str) -> Call:
         self.fresh = []
-        name = self.rng.choice(sorted(OPS))
+        self.actor = actor
+        names = sorted(OPS)
+        name = self.rng.choices(names, [WEIGHTS.get(n, 1.0) for n in names])[0]
         call = OPS[name](self, actor)
         call.sent += self.fresh  # the caller's own new canaries: its provenance, its text
         return call
 
 
 OpFn = Callable[[Ops, str], Call]
+#: How often each operation is drawn (1 by default): the verbs that take content from a
+#: version or write more, listings that answer the same every time less.
+WEIGHTS = {"revert-file": 3.0, "read": 3.0, "diff": 2.0, "history": 2.0, "str_replace": 3.0,
+           "write": 2.0, "rename": 2.0, "insert": 2.0, "stores": 0.5, "me": 0.5,
+           "proposals": 0.5}  # fmt: skip
 OPS: dict[str, OpFn] = {}
 
 
@@ -290,7 +318,7 @@ def _sha(o: Ops, path: str) -> str | None:
 @op("write")
 def _write(o: Ops, actor: str) -> Call:
     path, text = o.path(), o.text()
-    sha = _sha(o, path) if o.rng.random() < 0.7 else None
+    sha = o.rng.choice([_sha(o, path), _sha(o, path), None, "0" * 64])
     prov = _prov(o)
     headers = {"Content-Type": "text/markdown", **_prov_headers(prov)}
     if sha:

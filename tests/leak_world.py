@@ -28,6 +28,7 @@ from leak_model import DEFAULT_RULES, Actor, Canaries, ModelRule, PolicyModel
 from memdir import OWNER, MemoryService
 from memdir.core.model import Provenance
 from memdir.dreams import DreamConfig
+from memdir.storage.schema import proposals
 from memdir.transcripts.reader import Source as TranscriptSource
 
 STORE = "default"
@@ -65,8 +66,7 @@ def _principals(rng: random.Random, projects: list[str], tasks: list[str]) -> li
 
     users = ["ana", "bob"]
     out = [Actor("user:root", frozenset({"admins"}), some(projects, 1))]
-    if rng.random() < 0.5:
-        out.append(Actor("user:boss", frozenset({"admins"}), some(projects, 2)))
+    out.append(Actor("user:boss", frozenset({"admins"}), some(projects, 2)))
     out += [Actor(f"user:{u}", groups(), some(projects, 2), some(tasks, 1)) for u in users]
     for i in range(3):
         acts_for = rng.choice([None, *users])
@@ -78,6 +78,8 @@ def _principals(rng: random.Random, projects: list[str], tasks: list[str]) -> li
 def _narrow(rng: random.Random, actor: Actor, projects: list[str]) -> Actor:
     """Maybe narrow the actor's token: to reading, to a project, or to /org/ (admins too)."""
     roll = rng.random()
+    if actor.id == "user:boss":  # mostly narrowed: a narrowed administrator is no admin
+        roll = 0.55 + roll * 0.45
     if roll < 0.55 or actor.id == "user:root":  # root stays a full administrator
         return actor
     if roll < 0.7:
@@ -297,9 +299,12 @@ def build(tmp_path: Path, rng: random.Random) -> World:
 def reshuffle(world: World, surfaces: Any) -> None:
     """The owner re-registers a principal without one of its projects (same token scope):
     what it wrote or proposed there it may no longer see."""
+    authors = {r.author for r in world.rows(sa.select(proposals.c.author))}
     candidates = [a for _, a in sorted(world.actors.items()) if a.projects and a.id != "user:root"]
     if not candidates:
         return
+    # authors first: what they proposed is what they must stop seeing
+    candidates = [a for a in candidates if a.id in authors] or candidates
     actor = world.rng.choice(candidates)
     kept = tuple(p for p in actor.projects if p != world.rng.choice(actor.projects))
     svc = world.svc
