@@ -18,7 +18,7 @@ import sqlalchemy as sa
 
 from leak_surfaces import SURFACES, Answer, Surfaces, file_url, store_url
 from leak_world import STORE, World
-from memdir.core.model import Provenance, Write
+from memdir.core.model import Provenance, StrReplace, Write
 from memdir.dreams import DreamConfig
 from memdir.storage.schema import commits, dream_runs, heads, proposals, tokens, transcripts
 from memdir.storage.schema import versions as versions_table
@@ -382,15 +382,24 @@ def _delete(o: Ops, actor: str) -> Call:
 
 @op("propose")
 def _propose(o: Ops, actor: str) -> Call:
+    """A whole file, or an edit of one line (which conflicts once the file moves on)."""
     path, text, why = o.path(), o.text(), f"because {o.new('rationale')}"
-    return _do(o, actor, "propose", o.pick(), [path, text, why],
-               service=lambda p: o.world.svc.propose(p, STORE, [Write(path, text)],
-                                                     rationale=why),
-               rest=lambda: o.s.rest(actor, "POST", store_url("/proposals"), json_body={
-                   "operations": [{"op": "write", "path": path, "content": text}],
-                   "rationale": why}),
-               mcp=lambda: o.s.tool(actor, "propose", rationale=why, operations=[
-                   {"command": "create", "path": path, "file_text": text}]))  # fmt: skip
+    lines = o.content(path).splitlines()[1:2] if o.rng.random() < 0.5 else []
+    if lines:
+        edit = {"path": path, "old": lines[0], "new": text.strip()}
+        ops: list[Any] = [StrReplace(**edit)]
+        rest_op: dict[str, Any] = {"op": "str_replace", **edit}
+        mcp_op = {"command": "str_replace", "path": path, "old_str": lines[0],
+                  "new_str": text.strip()}  # fmt: skip
+    else:
+        ops, rest_op = [Write(path, text)], {"op": "write", "path": path, "content": text}
+        mcp_op = {"command": "create", "path": path, "file_text": text}
+    return _do(o, actor, "propose", o.pick(), [path, text, why, *lines],
+               service=lambda p: o.world.svc.propose(p, STORE, ops, rationale=why),
+               rest=lambda: o.s.rest(actor, "POST", store_url("/proposals"),
+                                     json_body={"operations": [rest_op], "rationale": why}),
+               mcp=lambda: o.s.tool(actor, "propose", rationale=why,
+                                    operations=[mcp_op]))  # fmt: skip
 
 
 @op("proposals")
