@@ -39,7 +39,7 @@ settings.register_profile(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )  # fmt: skip
 PROFILE = os.environ.get("MEMDIR_LEAK_PROFILE", "leak-ci")
-OPERATIONS = {"leak-ci": 30, "leak-long": 80}.get(PROFILE, 30)
+OPERATIONS = {"leak-ci": 25, "leak-long": 80}.get(PROFILE, 30)
 
 LEAKS_ON_MAIN = pytest.mark.xfail(
     strict=False,
@@ -50,20 +50,32 @@ LEAKS_ON_MAIN = pytest.mark.xfail(
 
 
 @LEAKS_ON_MAIN
-@settings(settings.get_profile(PROFILE))
-@given(seed=st.integers(min_value=0, max_value=2**32 - 1))
 def test_no_operation_leaks_or_writes_beyond_rights(
-    tmp_path_factory: pytest.TempPathFactory, seed: int
+    tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
-    tmp: Path = tmp_path_factory.mktemp("leak")
-    oracle = run_case(tmp, random.Random(seed), OPERATIONS)
-    assert oracle.cases > 0
-    findings = sorted(oracle.findings.values(), key=lambda f: f.key)
-    assert not findings, f"seed {seed}: {len(findings)} distinct leaks in {oracle.cases} " \
-        "operations:\n" + "\n".join(map(str, findings))  # fmt: skip
+    """Every example runs (no shrinking, no replay: a case is a whole world and its calls);
+    the findings of all of them are reported together, one line per distinct leak."""
+    findings: dict[tuple[str, str, str, str], tuple[int, object]] = {}
+    cases = []
+
+    @settings(settings.get_profile(PROFILE))
+    @given(seed=st.integers(min_value=0, max_value=2**32 - 1))
+    def case(seed: int) -> None:
+        oracle = run_case(tmp_path_factory.mktemp("leak"), random.Random(seed), OPERATIONS)
+        cases.append(oracle.cases)
+        for key, finding in oracle.findings.items():
+            findings.setdefault(key, (seed, finding))
+
+    case()
+    assert cases and all(n > 0 for n in cases)
+    lines = [f"[seed {seed}] {finding}" for _, (seed, finding) in sorted(findings.items())]
+    assert not lines, (
+        f"{len(lines)} distinct leaks in {len(cases)} cases, {sum(cases)} operations:\n"
+        + "\n".join(lines)
+    )
 
 
-@pytest.mark.parametrize("seed", [1, 2])
+@pytest.mark.parametrize("seed", [1])
 def test_model_agrees_with_direct_reads(tmp_path: Path, seed: int) -> None:
     """The independent model and the product agree on plain reads (which hold on main), so
     the oracle's ground truth is not off by a rule: every caller, every live file."""
