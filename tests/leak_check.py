@@ -162,6 +162,18 @@ class Oracle:
             self.note(call, "answer differs from a missing path's", "for an unreadable path",
                       f"{hidden[2][:140]!r} vs {missing[2][:140]!r}")  # fmt: skip
 
+    def check_redactions(self, actor: Actor, call: Call) -> None:
+        """A redaction removes content only where the caller has ``admin`` (and read)."""
+        if call.redacted is None:
+            return
+        rows = self._rows(sa.select(versions_table.c.id, versions_table.c.path)
+                          .where(versions_table.c.redacted_at.is_not(None)))  # fmt: skip
+        policy = self.world.policies[STORE]
+        for row in rows:
+            if row.id not in call.redacted and not policy.may(actor, "admin", row.path):
+                self.note(call, "redacted", "a version it may not administer",
+                          f"{actor.id} redacted {row.path}")  # fmt: skip
+
     def check_admin(self, actor: Actor, call: Call, before: Any) -> None:
         if before != self.admin_tables() and not is_db_admin(actor):
             self.note(
@@ -237,6 +249,7 @@ class Oracle:
         self.check_hashes(actor, call)
         self.check_store_counts(actor, call)
         self.check_control(call)
+        self.check_redactions(actor, call)
         self.check_admin(actor, call, before)
         self.scan(actor, call)
         sent = "\n".join(call.sent).lower()

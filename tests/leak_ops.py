@@ -39,6 +39,7 @@ class Call:
     answer: Answer | None = None
     target: str | None = None  # the one path a read-only call asked about
     control: tuple[str, Answer] | None = None  # the same call on a path that never existed
+    redacted: set[int] | None = None  # versions already redacted before a redaction
 
 
 class Ops:
@@ -378,6 +379,25 @@ def _delete(o: Ops, actor: str) -> Call:
                service=lambda p: o.world.svc.delete(p, STORE, path),
                rest=lambda: o.s.rest(actor, "DELETE", file_url(path)),
                mcp=lambda: o.s.tool(actor, "delete", path=path))  # fmt: skip
+
+
+def redacted(o: Ops) -> set[int]:
+    rows = o._rows(sa.select(versions_table.c.id).where(versions_table.c.redacted_at.is_not(None)))
+    return {r.id for r in rows}
+
+
+@op("redact")
+def _redact(o: Ops, actor: str) -> Call:
+    """Redact (mostly a dry run: the plan lists every version holding the content)."""
+    path, version, dry_run = o.path(), o.rng.choice([1, 2]), o.rng.random() < 0.7
+    before, body = redacted(o), {"version": version, "dry_run": dry_run}
+    call = _do(o, actor, "redact" + ("--dry-run" if dry_run else ""), o.pick("service", "rest"),
+               [path], service=lambda p: o.world.svc.redact(p, STORE, path, version,
+                                                            dry_run=dry_run),
+               rest=lambda: o.s.rest(actor, "POST", file_url(path, ":redact"),
+                                     json_body=body))  # fmt: skip
+    call.redacted = before
+    return call
 
 
 @op("propose")
