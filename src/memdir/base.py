@@ -28,7 +28,14 @@ import sqlalchemy as sa
 
 from memdir.access import Access, PolicyCache
 from memdir.core.content import DEFAULT_MAX_BYTES
-from memdir.core.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidInput, NotFound
+from memdir.core.errors import (
+    Conflict,
+    Forbidden,
+    IdempotencyMismatch,
+    InvalidInput,
+    NoChange,
+    NotFound,
+)
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
 from memdir.core.policy import Policy
@@ -164,7 +171,10 @@ class ServiceBase:
                 )
                 results = tuple(apply(writer))
                 if not results:
-                    raise InvalidInput("nothing to commit: the change leaves every file as it is")
+                    raise NoChange(
+                        "nothing to commit: the change leaves every file as it is; a change "
+                        "must change some file's content or path"
+                    )
                 result = CommitResult(commit_id, revision, results, now)
                 # The commit row goes in complete (with its result), then its versions.
                 repo.insert_commit(
