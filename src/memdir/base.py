@@ -32,7 +32,6 @@ from memdir.core.errors import (
     Conflict,
     Forbidden,
     IdempotencyMismatch,
-    InvalidInput,
     NoChange,
     NotFound,
 )
