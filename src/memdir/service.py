@@ -13,7 +13,7 @@ consistent state and either all apply or none does.
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
 from memdir.access import Access, missing
@@ -110,7 +110,13 @@ class MemoryService(
         files = sum(1 for h in repo.heads_under(row.id, "/") if access.can_read(h.path))
         if not files and not access.reads_anywhere():
             return None
-        return replace(self._store_row_info(row), files=files)
+        return StoreInfo(
+            name=row.name,
+            revision=row.revision,
+            created_at=aware(row.created_at),
+            archived_at=aware(row.archived_at) if row.archived_at else None,
+            files=files,
+        )
 
     def archive_store(self, principal: Principal, name: str) -> StoreInfo:
         """Make a store read-only for good (there is no unarchive)."""
