@@ -366,3 +366,41 @@ def test_stores_are_listed_by_what_the_caller_may_read(svc: Any) -> None:
     admin = Principal("user:root", groups=frozenset({"admins"}))
     shown = {s.name: s.files for s in svc.list_stores(admin)}
     assert shown == {STORE: 3, "vault": 2}  # the policy file is a file
+
+
+# --- transcripts ------------------------------------------------------------------------------
+
+
+def test_a_refused_transcript_import_names_no_hidden_label(svc: Any) -> None:
+    from memdir.transcripts.model import Labels
+    from memdir.transcripts.reader import Source
+
+    surface_has(svc, "commit")
+    owner = direct(svc)
+    lines = [
+        {"type": "transcript", "version": 1, "session_id": "s-shared"},
+        {"type": "event", "kind": "message", "role": "user", "text": "zebra words"},
+    ]
+    data = "".join(json.dumps(line) + "\n" for line in lines).encode()
+    first = owner.import_transcripts(
+        OWNER, STORE, [Source.from_bytes("s.jsonl", data)], labels=Labels(project="beta-x")
+    )
+    assert first.new == 1
+    if isinstance(svc, MemoryService):
+        report = svc.import_transcripts(
+            ALPHA, STORE, [Source.from_bytes("s.jsonl", data)], labels=Labels(project="alpha")
+        )
+        assert report.new == 0 and len(report.failed) == 1
+        told = report.failed[0].reason
+    else:
+        told = said(
+            refused(
+                lambda: svc._send(
+                    ALPHA, "POST", f"/v1/stores/{STORE}/transcripts", content=data,
+                    params={"project": "alpha", "name": "s.jsonl"},
+                    headers={"Content-Type": "application/x-ndjson"},
+                ),
+                memdir.InvalidInput,
+            )
+        )  # fmt: skip
+    assert "s-shared" in told and "beta-x" not in told, told

@@ -250,14 +250,14 @@ class CommitWriter:
         Content equal to the current content is :class:`NoChange` (no empty version).
         """
         self.access.require("write", head.path)
-        if sha256_hex(content) == head.sha256:
+        sha, size = self._prepare(head.path, content)  # valid content first, then the rule
+        if sha == head.sha256:
             raise NoChange(
                 f"nothing to change: this {op} leaves {head.path} exactly as it is; a change "
                 "must change the content or the path",
                 path=head.path,
                 op=op,
             )
-        sha, size = self._prepare(head.path, content)
         number = head.version + 1
         values = self._head_values(number, sha, size)
         if not self.repo.cas_update_head(self.store_id, head.path, head.sha256, **values):
