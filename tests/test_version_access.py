@@ -404,3 +404,26 @@ def test_a_refused_transcript_import_names_no_hidden_label(svc: Any) -> None:
             )
         )  # fmt: skip
     assert "s-shared" in told and "beta-x" not in told, told
+
+
+# --- history ----------------------------------------------------------------------------------
+
+
+def test_history_pages_count_only_visible_commits(svc: Any) -> None:
+    surface_has(svc, "commit")
+    owner = direct(svc)
+    for i in range(3):
+        owner.write(OWNER, STORE, f"/projects/alpha/{i}.md", "a\n", if_absent=True)
+        for j in range(3):
+            owner.write(OWNER, STORE, f"/projects/beta/{i}-{j}.md", "b\n", if_absent=True)
+    owner.write(OWNER, STORE, "/projects/beta/z.md", "z\n", if_absent=True)
+    owner.rename(OWNER, STORE, "/projects/beta/z.md", "/projects/alpha/z.md")
+    newest = svc.history(ALPHA, STORE, limit=2)
+    assert [[v.path for v in c.changes] for c in newest] == [
+        ["/projects/alpha/z.md"],
+        ["/projects/alpha/2.md"],
+    ]
+    assert newest[0].changes[0].old_path is None  # the hidden origin of the move
+    assert len(svc.history(ALPHA, STORE, limit=4)) == 4  # a full page despite hidden commits
+    assert svc.history(ALPHA, STORE, prefix="/projects/beta") == []  # not even the move
+    assert len(svc.history(ALPHA, STORE, prefix="/projects/alpha", limit=3)) == 3

@@ -149,28 +149,46 @@ class HistoryMixin(ServiceBase):
         before_revision: int | None = None,
         limit: int = 50,
     ) -> list[CommitInfo]:
-        """Commits of the store, newest first, with their changes; filters combine (AND)."""
+        """Commits of the store, newest first, with their changes; filters combine (AND).
+
+        Only commits with a change the caller may read count, and toward ``limit`` too: the
+        window is widened past hidden commits until ``limit`` visible ones are found or the
+        commits run out, so a page is never cut short by what the caller cannot see. With
+        ``prefix``, a commit counts only if a readable change is under it.
+        """
         directory = normalize_prefix(prefix) if prefix else None
+        selected: list[Row] = []
+        changes: dict[str, list[VersionInfo]] = {}
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
-            rows = repo.commits(
-                row.id,
-                actor=actor,
-                session=session,
-                prefix=directory,
-                since=None if since is None else aware(since).astimezone(dt.UTC),
-                until=None if until is None else aware(until).astimezone(dt.UTC),
-                before_revision=before_revision,
-                limit=limit,
-                prefixes=access.read_prefixes(),
-            )
-            changes: dict[str, list[VersionInfo]] = {}
-            for v in repo.commit_versions([c.id for c in rows]):
-                changes.setdefault(v.commit_id, []).append(version_info(v))
-        if access.policy is not None:  # keep only what the caller may read
-            changes = {k: _visible(access, v) for k, v in changes.items()}
-            rows = [c for c in rows if changes.get(c.id)]
+            cursor, window = before_revision, limit
+            while True:
+                rows = repo.commits(
+                    row.id,
+                    actor=actor,
+                    session=session,
+                    prefix=directory,
+                    since=None if since is None else aware(since).astimezone(dt.UTC),
+                    until=None if until is None else aware(until).astimezone(dt.UTC),
+                    before_revision=cursor,
+                    limit=window,
+                    prefixes=access.read_prefixes(),
+                )
+                found: dict[str, list[VersionInfo]] = {}
+                for v in repo.commit_versions([c.id for c in rows]):
+                    found.setdefault(v.commit_id, []).append(version_info(v))
+                if access.policy is not None:  # keep only what the caller may read
+                    found = {k: _visible(access, v) for k, v in found.items()}
+                    kept = [c for c in rows if _touches(found.get(c.id, []), directory)]
+                else:
+                    kept = list(rows)
+                selected.extend(kept[: limit - len(selected)])
+                changes.update(found)
+                if len(selected) >= limit or len(rows) < window:
+                    break
+                cursor, window = rows[-1].revision, min(window * 4, 10_000)
+        rows = selected
         return [
             CommitInfo(
                 id=c.id,
@@ -465,6 +483,18 @@ def no_version(path: str, number: int) -> NotFound:
         f"{path} has no version {number} you may read; list its versions with `memdir log {path}`",
         path=path,
         version=number,
+    )
+
+
+def _touches(changes: list[VersionInfo], directory: str | None) -> bool:
+    """Some of these (visible) changes are at or under ``directory`` (None: anywhere)."""
+    if directory is None or directory == "/":
+        return bool(changes)
+    below = directory.rstrip("/") + "/"
+    return any(
+        p is not None and (p == directory or p.startswith(below))
+        for v in changes
+        for p in (v.path, v.old_path)
     )
 
 
