@@ -62,6 +62,10 @@ rules:
   - {id: hidden, who: '*', paths: ['/projects/alpha/secret/**'], actions: [read],
      effect: deny, reason: kept from agents}
 """
+ALPHA_ADMIN = (
+    "  - {id: alpha-admin, who: 'agent:alpha', paths: ['/projects/alpha/**'], actions: [admin],"
+    " reason: alpha's keeper}\n"
+)
 
 
 @pytest.fixture(scope="module")
@@ -213,11 +217,7 @@ def test_revert_of_a_commit_checks_every_path_it_touched(svc: Any) -> None:
 def test_redaction_plans_name_only_what_the_caller_administers(svc: Any) -> None:
     surface_has(svc, "commit")
     owner = direct(svc)
-    policy = DENY_POLICY + (
-        "  - {id: alpha-admin, who: 'agent:alpha', paths: ['/projects/alpha/**'], "
-        "actions: [admin], reason: alpha's keeper}\n"
-    )
-    owner.set_policy(OWNER, STORE, policy)
+    owner.set_policy(OWNER, STORE, DENY_POLICY + ALPHA_ADMIN)
     leak = "zebra token\n"
     first = owner.write(OWNER, STORE, "/projects/alpha/a.md", leak, if_absent=True)
     owner.write(OWNER, STORE, "/projects/alpha/a.md", "clean\n", if_match=sha(leak))
@@ -231,6 +231,30 @@ def test_redaction_plans_name_only_what_the_caller_administers(svc: Any) -> None
     assert owner.read(OWNER, STORE, "/projects/beta/b.md").content == leak
     assert owner.read(OWNER, STORE, "/projects/beta/b.md", version=1).content == leak
     hides(refused(lambda: svc.read(ALPHA, STORE, "/projects/alpha/a.md", version=1)), "beta")
+
+
+def test_purge_does_not_reach_history_kept_elsewhere(svc: Any) -> None:
+    surface_has(svc, "commit")
+    owner = direct(svc)
+    owner.set_policy(OWNER, STORE, DENY_POLICY + ALPHA_ADMIN)
+    moved_from_beta(svc)
+    before = snapshot(owner)
+
+    def purge() -> Any:
+        if isinstance(svc, MemoryService):
+            return svc.purge(ALPHA, STORE, "/projects/alpha/x.md")
+        url = f"/v1/stores/{STORE}/files/projects/alpha/x.md:purge"
+        return svc._send(ALPHA, "POST", url)
+
+    hides(refused(purge, Forbidden), "beta", "zebra")
+    assert snapshot(owner) == before
+    assert len(owner.file_history(OWNER, STORE, "/projects/alpha/x.md")) == 4
+    owner.write(OWNER, STORE, "/projects/alpha/own.md", "own\n", if_absent=True)
+    if isinstance(svc, MemoryService):
+        svc.purge(ALPHA, STORE, "/projects/alpha/own.md")  # wholly alpha's: allowed
+    else:
+        svc._send(ALPHA, "POST", f"/v1/stores/{STORE}/files/projects/alpha/own.md:purge")
+    refused(lambda: owner.file_history(OWNER, STORE, "/projects/alpha/own.md"))
 
 
 # --- no read, no change -----------------------------------------------------------------------
