@@ -451,3 +451,37 @@ def test_history_pages_count_only_visible_commits(svc: Any) -> None:
     assert len(svc.history(ALPHA, STORE, limit=4)) == 4  # a full page despite hidden commits
     assert svc.history(ALPHA, STORE, prefix="/projects/beta") == []  # not even the move
     assert len(svc.history(ALPHA, STORE, prefix="/projects/alpha", limit=3)) == 3
+
+
+# --- the CLI ----------------------------------------------------------------------------------
+
+
+def test_cli_revert_and_edits_follow_the_same_rules(tmp_path: Path) -> None:
+    from click.testing import CliRunner
+
+    from memdir.cli.main import cli
+
+    url = f"sqlite:///{tmp_path / 'memdir.db'}"
+    service = memdir.open(url, create=True)
+    service.create_store(OWNER, STORE)
+    service.add_principal(OWNER, ALPHA.id, projects=ALPHA.projects)
+    moved_from_beta(service)
+    service.db.close()
+
+    def run(*args: str) -> Any:
+        return CliRunner().invoke(cli, ["--db", url, "--as", ALPHA.id, *args, "--json"])
+
+    path = "/projects/alpha/x.md"
+    for args in (
+        ("revert", path, "--to-version", "1"),
+        ("read", path, "--version", "1"),
+        ("diff", path, "1"),
+    ):
+        result = run(*args)
+        assert result.exit_code == 5, (args, result.output)
+        assert "beta" not in result.stdout and "zebra beta one" not in result.output
+    result = run("edit", path, "--old", "alpha", "--new", "alpha")
+    assert result.exit_code == 1 and json.loads(result.stdout)["error"]["type"] == "no_change"
+    reopened = memdir.open(url)
+    assert reopened.read(OWNER, STORE, path).version == 4
+    reopened.db.close()
