@@ -205,7 +205,7 @@ async def check_agent(call: Call) -> None:
         True,
     )
     text, error = await call("create", path="/agents/other/x.md", file_text="x")
-    assert error and "does not exist" in text, text
+    assert error and text.startswith("cannot create /agents/other/x.md: "), text  # not "missing"
     text, error = await call("view", path="/")
     assert not error and "/org/rules.md" in text and "/agents/other" not in text, text
     text, error = await call("create", path="/agents/bot/todo.md", file_text="- ship\n")

@@ -33,9 +33,9 @@ from memdir import (
     EditConflict,
     IdempotencyMismatch,
     Insert,
-    InvalidInput,
     MemdirError,
     MemoryService,
+    NoChange,
     NotFound,
     Operation,
     PathConflict,
@@ -181,6 +181,8 @@ class Model:
         return self._append(mid, op, "created", path, content)
 
     def modify(self, path: str, content: str, op: str) -> Expected:
+        if self.content(path) == content:
+            raise Expect(NoChange)  # a change must change something
         return self._append(self.heads[path], op, "modified", path, content)
 
     def existing(self, path: str, if_match: str | None) -> str:
@@ -228,7 +230,9 @@ class Model:
             return self._append(mid, op.op, "deleted", op.path, None)
         assert isinstance(op, Rename)
         text = self.existing(op.path, op.if_match)
-        if op.new_path == op.path or op.new_path in self.heads:
+        if op.new_path == op.path:
+            raise Expect(NoChange)
+        if op.new_path in self.heads:
             raise Expect(PathConflict)
         mid = self.heads.pop(op.path)
         self.check_free(op.new_path)
@@ -247,7 +251,7 @@ class Model:
             self.heads[where] = mid
             return [self._append(mid, "revert", "created", where, target.content)]
         if self.content(live) == target.content:
-            raise Expect(InvalidInput)  # nothing to commit
+            raise Expect(NoChange)  # nothing to commit
         return [self.modify(live, target.content, "revert")]
 
     def redact(self, path: str, number: int) -> list[tuple[int, int]]:

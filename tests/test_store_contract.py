@@ -49,6 +49,7 @@ from memdir import (
     InvalidInput,
     InvalidPath,
     MemoryService,
+    NoChange,
     NotFound,
     PathConflict,
     PreconditionFailed,
@@ -291,9 +292,15 @@ def test_overwrite_with_if_match(svc: Any) -> None:
     assert result.revision == 2
     view = svc.read(OWNER, STORE, "/a.md")
     assert (view.content, view.version, view.revision) == ("two", 2, 2)
-    # Rewriting the same content is still a change: a new version.
-    again = svc.write(OWNER, STORE, "/a.md", "two", if_match=sha("two"))
-    assert again.results[0].version == 3
+    # Rewriting the same content changes nothing: refused, no empty version (one rule for
+    # every verb, after the precondition — a stale if_match still fails first).
+    before = snapshot(direct(svc))
+    with pytest.raises(NoChange) as unchanged:
+        svc.write(OWNER, STORE, "/a.md", "two", if_match=sha("two"))
+    assert unchanged.value.details["path"] == "/a.md"
+    with pytest.raises(PreconditionFailed):
+        svc.write(OWNER, STORE, "/a.md", "two", if_match=sha("one"))
+    assert snapshot(direct(svc)) == before
 
 
 def test_wrong_if_match_reports_the_current_sha(svc: Any) -> None:
@@ -441,7 +448,7 @@ def test_rename_never_overwrites(svc: Any) -> None:
     before = snapshot(direct(svc))
     with pytest.raises(PathConflict):
         svc.rename(OWNER, STORE, "/a.md", "/b.md")
-    with pytest.raises(PathConflict):
+    with pytest.raises(NoChange):  # onto itself: nothing would change
         svc.rename(OWNER, STORE, "/a.md", "/a.md")
     with pytest.raises(PathConflict):  # /d is a directory
         svc.rename(OWNER, STORE, "/a.md", "/d")
@@ -737,7 +744,7 @@ def test_revert_file(svc: Any) -> None:
     [info] = svc.history(OWNER, STORE, limit=1)
     assert (info.actor, info.reason) == ("agent:x", "undo")
     before = snapshot(direct(svc))
-    with pytest.raises(InvalidInput):  # already that content: nothing to commit
+    with pytest.raises(NoChange):  # already that content: nothing to commit
         svc.revert_file(OWNER, STORE, "/a.md", 1)
     with pytest.raises(NotFound) as info_nf:
         svc.revert_file(OWNER, STORE, "/a.md", 7)

@@ -13,6 +13,11 @@ runs, unlabelled transcripts) is one decision, :func:`database_check`, on a reso
 action and one of its path globs must match the resource). No store's policy can grant it.
 ``memdir policy check PRINCIPAL admin /.memdir/db/tokens`` explains it.
 
+Read comes before every other action: :meth:`Access.require` refuses a path the principal may
+not read with NotFound whatever the action (write, propose, admin), so writing, moving,
+editing or deleting a file the caller cannot read answers exactly as a missing file does, and
+no state of that path is looked at or reported.
+
 Compiled policies are cached by the policy file's sha256, so a changed policy takes effect on
 the next transaction and an unchanged one is parsed once.
 """
@@ -52,6 +57,7 @@ __all__ = [
     "is_database_resource",
     "missing",
     "narrowed",
+    "unplaceable",
 ]
 
 #: Database-wide resources: not files of any store, but named like paths so that a token's
@@ -110,6 +116,19 @@ def missing(path: str) -> NotFound:
     """The one message for a file that does not exist or may not be seen."""
     return NotFound(
         f"{path} does not exist; list files with `memdir ls` or search with `memdir search`",
+        path=path,
+    )
+
+
+def unplaceable(path: str) -> NotFound:
+    """The one message for creating (or moving a file to) a path the caller may not read.
+
+    It is the same whether something exists at ``path`` or not, so a refused create is no
+    existence oracle; it is a NotFound (404 / exit 5) like every answer about such a path.
+    """
+    return NotFound(
+        f"cannot create {path}: it is not among the paths you may read and write; create it "
+        "under a directory you can list with `memdir ls`",
         path=path,
     )
 
@@ -174,23 +193,40 @@ class Access:
             prefixes = intersect_prefixes(prefixes, [literal_prefix(p) for p in scope.paths])
         return prefixes
 
+    def reads_anywhere(self) -> bool:
+        """Whether the policy and the token let the principal read some path of the store."""
+        if self.policy is None:
+            return True
+        scope = self.principal.scope
+        if scope is not None and "read" not in scope.actions:
+            return False
+        return self.policy.grants_anywhere(self.principal, "read")
+
     def allowed(self, action: str, path: str) -> bool:
         return self.check(action, path).allowed
 
     def can_read(self, path: str) -> bool:
         return self.allowed("read", path)
 
-    def require_read(self, path: str) -> None:
-        if not self.can_read(path):
-            raise missing(path)
+    def require_read(self, path: str, *, new: bool = False) -> None:
+        """Raise NotFound unless the principal may read ``path``.
 
-    def require(self, action: str, path: str) -> None:
-        """Allow ``action`` on ``path`` or raise NotFound (unreadable) / Forbidden."""
+        ``new``: the caller means to create ``path`` (a write without ``if_match``, a rename's
+        target), so the refusal says it cannot be created there, not that it does not exist.
+        """
+        if not self.can_read(path):
+            raise unplaceable(path) if new else missing(path)
+
+    def require(self, action: str, path: str, *, new: bool = False) -> None:
+        """Allow ``action`` on ``path`` or raise NotFound (unreadable) / Forbidden.
+
+        Every action needs read first: without it the answer is NotFound, as for a missing
+        file, whatever the action and whatever the path holds (see :meth:`require_read`).
+        """
+        self.require_read(path, new=new)
         decision = self.check(action, path)
         if decision.allowed:
             return
-        if not self.can_read(path) and not self.allowed("propose", path):
-            raise missing(path)
         raise Forbidden(
             f"{self.principal.id} may not {action} {path}: {decision.reason}",
             path=path,

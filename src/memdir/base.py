@@ -28,7 +28,13 @@ import sqlalchemy as sa
 
 from memdir.access import DATABASE, Access, PolicyCache, database_check
 from memdir.core.content import DEFAULT_MAX_BYTES
-from memdir.core.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidInput, NotFound
+from memdir.core.errors import (
+    Conflict,
+    Forbidden,
+    IdempotencyMismatch,
+    NoChange,
+    NotFound,
+)
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
 from memdir.core.policy import Decision, Policy
@@ -203,7 +209,10 @@ class ServiceBase:
                 )
                 results = tuple(apply(writer))
                 if not results:
-                    raise InvalidInput("nothing to commit: the change leaves every file as it is")
+                    raise NoChange(
+                        "nothing to commit: the change leaves every file as it is; a change "
+                        "must change some file's content or path"
+                    )
                 result = CommitResult(commit_id, revision, results, now)
                 # The commit row goes in complete (with its result), then its versions.
                 repo.insert_commit(

@@ -17,7 +17,7 @@ import sqlalchemy as sa
 
 from memdir.access import PRINCIPALS
 from memdir.base import ServiceBase
-from memdir.core.errors import NotFound
+from memdir.core.errors import Forbidden, NotFound
 from memdir.core.model import CommitResult, OpResult, Principal, Provenance, Write
 from memdir.core.paths import validate_path
 from memdir.core.policy import DEFAULT_POLICY_YAML, POLICY_PATH, Decision, parse_policy
@@ -96,6 +96,19 @@ class GovernanceMixin(ServiceBase):
             )
             if not file_ids:
                 raise NotFound(f"{path} has no history in this store", path=path)
+            # every file purged also loses the versions it had elsewhere: all theirs to purge?
+            elsewhere = conn.execute(
+                sa.select(versions.c.path, versions.c.old_path).where(
+                    versions.c.file_id.in_(file_ids)
+                )
+            ).all()
+            places = {p for pair in elsewhere for p in pair if p is not None}
+            if not all(writer.access.allowed("admin", p) for p in places):
+                raise Forbidden(
+                    f"{writer.access.principal.id} may not purge {path}: its files also have "
+                    "history where you may not administer; ask an administrator of the store",
+                    path=path,
+                )
             shas = set(
                 conn.execute(
                     sa.select(versions.c.sha256).where(versions.c.file_id.in_(file_ids))

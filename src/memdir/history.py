@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from memdir.access import Access, missing
 from memdir.base import ServiceBase, unknown_store
 from memdir.core.edits import unified_diff
-from memdir.core.errors import Conflict, InvalidInput, NotFound
+from memdir.core.errors import Conflict, Forbidden, InvalidInput, NotFound
 from memdir.core.model import (
     ChangeBatch,
     ChangeEvent,
@@ -34,6 +34,9 @@ from memdir.writer import CommitWriter
 __all__ = ["HistoryMixin", "RedactionPlan"]
 
 MAX_GREP_MATCHES = 10_000
+#: Commits fetched for an id prefix before visibility filtering (6+ hex characters name one
+#: commit among millions; more matches than this are reported as ambiguous).
+MAX_PREFIX_MATCHES = 64
 
 
 @dataclass(frozen=True)
@@ -49,6 +52,9 @@ class HistoryMixin(ServiceBase):
     """Reading the past and putting it back."""
 
     # --- resolving files and versions -----------------------------------------------------
+    # Content taken from a version needs read on the path that version was written under:
+    # a version the caller may not read is reported exactly as a version that does not exist,
+    # and a path it may not read exactly as a file that never existed (no counts, no paths).
 
     def _file_id(self, repo: Repository, store_id: int, path: str) -> int:
         """The live file at ``path``, else the last file that lived there."""
@@ -57,24 +63,23 @@ class HistoryMixin(ServiceBase):
             return int(head.file_id)
         file_id = repo.last_file_at(store_id, path)
         if file_id is None:
-            raise NotFound(f"{path} does not exist and never did in this store", path=path)
+            raise missing(path)
         return file_id
 
-    def _version_row(self, repo: Repository, store_id: int, path: str, number: int) -> Row:
+    def _version_row(
+        self, repo: Repository, store_id: int, access: Access, path: str, number: int
+    ) -> Row:
+        """Version ``number`` of the file at ``path``, if ``access`` may read both ``path``
+        and the path that version was written under; else the one not-found of each."""
+        access.require_read(path)
         file_id = self._file_id(repo, store_id, path)
         row = repo.version(file_id, number)
-        if row is None:
-            last = repo.file_versions(file_id, limit=1)
-            top = last[0].number if last else 0
-            raise NotFound(
-                f"{path} has no version {number}; its versions are 1..{top} "
-                f"(see `memdir log {path}`)",
-                path=path,
-                version=number,
-            )
+        if row is None or not access.can_read(row.path):
+            raise no_version(path, number)
         return row
 
     def _version_content(self, repo: Repository, store_id: int, row: Row) -> str:
+        """The content of a version row already checked readable (see :meth:`_version_row`)."""
         if row.redacted_at is not None:
             raise NotFound(
                 f"version {row.number} of {row.path} was redacted; its content is gone",
@@ -93,14 +98,18 @@ class HistoryMixin(ServiceBase):
             raise NotFound(f"the content of version {row.number} of {row.path} is missing")
         return content
 
-    def _read(self, repo: Repository, store_id: int, path: str, version: int | None) -> FileView:
+    def _read(
+        self, repo: Repository, store_id: int, access: Access, path: str, version: int | None
+    ) -> FileView:
+        """The current file at ``path`` or one of its versions, as ``access`` may read it."""
         if version is None:
+            access.require_read(path)
             head = repo.head(store_id, path)
             if head is None:
                 raise missing(path)
             content = repo.blob(store_id, head.sha256)
             return view(head, content or "")
-        row = self._version_row(repo, store_id, path, version)
+        row = self._version_row(repo, store_id, access, path, version)
         content = self._version_content(repo, store_id, row)
         return FileView(
             path=row.path,
@@ -124,10 +133,7 @@ class HistoryMixin(ServiceBase):
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
             access.require_read(path)
-            try:
-                file_id = self._file_id(repo, row.id, path)
-            except NotFound:
-                raise missing(path) from None
+            file_id = self._file_id(repo, row.id, path)
             return _visible(access, [version_info(v) for v in repo.file_versions(file_id, limit)])
 
     def history(
@@ -143,28 +149,46 @@ class HistoryMixin(ServiceBase):
         before_revision: int | None = None,
         limit: int = 50,
     ) -> list[CommitInfo]:
-        """Commits of the store, newest first, with their changes; filters combine (AND)."""
+        """Commits of the store, newest first, with their changes; filters combine (AND).
+
+        Only commits with a change the caller may read count, and toward ``limit`` too: the
+        window is widened past hidden commits until ``limit`` visible ones are found or the
+        commits run out, so a page is never cut short by what the caller cannot see. With
+        ``prefix``, a commit counts only if a readable change is under it.
+        """
         directory = normalize_prefix(prefix) if prefix else None
+        selected: list[Row] = []
+        changes: dict[str, list[VersionInfo]] = {}
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
-            rows = repo.commits(
-                row.id,
-                actor=actor,
-                session=session,
-                prefix=directory,
-                since=None if since is None else aware(since).astimezone(dt.UTC),
-                until=None if until is None else aware(until).astimezone(dt.UTC),
-                before_revision=before_revision,
-                limit=limit,
-                prefixes=access.read_prefixes(),
-            )
-            changes: dict[str, list[VersionInfo]] = {}
-            for v in repo.commit_versions([c.id for c in rows]):
-                changes.setdefault(v.commit_id, []).append(version_info(v))
-        if access.policy is not None:  # keep only what the caller may read
-            changes = {k: _visible(access, v) for k, v in changes.items()}
-            rows = [c for c in rows if changes.get(c.id)]
+            cursor, window = before_revision, limit
+            while True:
+                rows = repo.commits(
+                    row.id,
+                    actor=actor,
+                    session=session,
+                    prefix=directory,
+                    since=None if since is None else aware(since).astimezone(dt.UTC),
+                    until=None if until is None else aware(until).astimezone(dt.UTC),
+                    before_revision=cursor,
+                    limit=window,
+                    prefixes=access.read_prefixes(),
+                )
+                found: dict[str, list[VersionInfo]] = {}
+                for v in repo.commit_versions([c.id for c in rows]):
+                    found.setdefault(v.commit_id, []).append(version_info(v))
+                if access.policy is not None:  # keep only what the caller may read
+                    found = {k: _visible(access, v) for k, v in found.items()}
+                    kept = [c for c in rows if _touches(found.get(c.id, []), directory)]
+                else:
+                    kept = list(rows)
+                selected.extend(kept[: limit - len(selected)])
+                changes.update(found)
+                if len(selected) >= limit or len(rows) < window:
+                    break
+                cursor, window = rows[-1].revision, min(window * 4, 10_000)
+        rows = selected
         return [
             CommitInfo(
                 id=c.id,
@@ -224,11 +248,8 @@ class HistoryMixin(ServiceBase):
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
-            access.require_read(path)
-            old = self._read(repo, row.id, path, a)
-            new = self._read(repo, row.id, path, b)
-            if not (access.can_read(old.path) and access.can_read(new.path)):
-                raise missing(path)
+            old = self._read(repo, row.id, access, path, a)
+            new = self._read(repo, row.id, access, path, b)
         return unified_diff(
             old.content,
             new.content,
@@ -254,12 +275,14 @@ class HistoryMixin(ServiceBase):
         validate_path(path)
 
         def apply(writer: CommitWriter) -> list[OpResult]:
-            writer.access.require_read(path)
-            target = self._version_row(writer.repo, writer.store_id, path, to_version)
+            access = writer.access
+            target = self._version_row(writer.repo, writer.store_id, access, path, to_version)
             content = self._version_content(writer.repo, writer.store_id, target)
             file_id = int(target.file_id)
             head = writer.repo.head_by_file(file_id)
             where = head.path if head is not None else writer.repo.file_versions(file_id, 1)[0].path
+            if not access.can_read(where):  # the file lives on (or died) out of sight
+                raise missing(path)
             return self._restore(writer, file_id, where, content)
 
         request = ["revert_file", path, to_version]
@@ -279,10 +302,25 @@ class HistoryMixin(ServiceBase):
         """
 
         def apply(writer: CommitWriter) -> list[OpResult]:
-            commit = self._commit_row(writer.repo, writer.store_id, commit_id)
+            access = writer.access
+            commit = self._commit_row(writer.repo, writer.store_id, access, commit_id)
             touched: dict[int, list[Row]] = {}
             for v in writer.repo.commit_versions([commit.id]):
                 touched.setdefault(int(v.file_id), []).append(v)
+            befores = {
+                f: writer.repo.version(f, rows[0].number - 1) if rows[0].number > 1 else None
+                for f, rows in touched.items()
+            }
+            seen = [p for rows in touched.values() for v in rows for p in (v.path, v.old_path)]
+            seen += [b.path for b in befores.values() if b is not None]
+            seen += [h.path for f in touched if (h := writer.repo.head_by_file(f)) is not None]
+            if not all(access.can_read(p) for p in seen if p is not None):
+                raise Forbidden(
+                    f"{access.principal.id} may not revert commit {commit.id} as a whole: it "
+                    "also changed files you may not read; revert your files one by one with "
+                    "`memdir revert PATH --to-version N`",
+                    commit=commit.id,
+                )
             results: list[OpResult] = []
             for file_id, rows in touched.items():
                 results.extend(self._undo_file(writer, file_id, rows[0], rows[-1]))
@@ -291,10 +329,18 @@ class HistoryMixin(ServiceBase):
         request = ["revert_commit", commit_id]
         return self._run(principal, store, provenance, request, apply)
 
-    def _commit_row(self, repo: Repository, store_id: int, commit_id: str) -> Row:
+    def _commit_row(self, repo: Repository, store_id: int, access: Access, commit_id: str) -> Row:
+        """The one commit whose id starts with ``commit_id`` among those ``access`` may see
+        (a commit with at least one readable change, as in :meth:`history`)."""
         if len(commit_id) < 6:
             raise InvalidInput(f"commit id {commit_id!r} is too short; give at least 6 characters")
-        rows = repo.commits_by_prefix(store_id, commit_id.lower())
+        rows = repo.commits_by_prefix(store_id, commit_id.lower(), limit=MAX_PREFIX_MATCHES)
+        if access.policy is not None and rows:
+            readable: set[str] = set()
+            for v in repo.commit_versions([c.id for c in rows]):
+                if access.can_read(v.path):
+                    readable.add(str(v.commit_id))
+            rows = [c for c in rows if c.id in readable]
         if not rows:
             raise NotFound(f"no commit {commit_id!r} in this store; see `memdir log`")
         if len(rows) > 1:
@@ -356,21 +402,28 @@ class HistoryMixin(ServiceBase):
         """Remove the content of a version — and of every version holding the same content.
 
         The current version of a live file cannot be redacted (overwrite or delete it first).
-        Who and when stay on every version; content and sha256 go, as does the stored blob.
+        Who and when stay on every version; content and sha256 go, as does the stored blob
+        once no version or live file holds it. Needs ``admin`` on ``path`` and read on the path
+        the version was written under; the other versions holding the content are redacted
+        where the caller has ``admin`` too and left alone (unnamed, uncounted) elsewhere, so
+        the plan depends only on what the caller may see.
         """
         validate_path(path)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
-            self._access(repo, row.id, principal).require("admin", path)
+            access = self._access(repo, row.id, principal)
+            access.require("admin", path)
             # Serialise with committers: one may be making this content current right now.
             if not repo.lock_store(row.id):
                 raise unknown_store(store)
-            target = self._version_row(repo, row.id, path, version)
+            target = self._version_row(repo, row.id, access, path, version)
+            if not access.allowed("admin", target.path):
+                raise no_version(path, version)
             if target.sha256 is None:
                 what = "already redacted" if target.redacted_at else "a deletion, with no content"
                 raise Conflict(f"version {version} of {path} is {what}", path=path)
             sha = str(target.sha256)
-            live = repo.heads_with_sha(row.id, sha)
+            live = [p for p in repo.heads_with_sha(row.id, sha) if access.can_read(p)]
             if live:
                 raise Conflict(
                     f"cannot redact: the content of {path} version {version} is current in "
@@ -378,9 +431,12 @@ class HistoryMixin(ServiceBase):
                     path=path,
                     current_in=live,
                 )
-            affected = tuple(version_info(v) for v in repo.versions_with_sha(row.id, sha))
+            rows = [
+                v for v in repo.versions_with_sha(row.id, sha) if access.allowed("admin", v.path)
+            ]
+            affected = tuple(version_info(v) for v in rows)
             if not dry_run:
-                repo.redact_sha(row.id, sha, principal.id, utcnow())
+                repo.redact_versions(row.id, sha, [v.id for v in rows], principal.id, utcnow())
         return RedactionPlan(sha256=sha, versions=affected, done=not dry_run)
 
     # --- grep -----------------------------------------------------------------------------
@@ -419,6 +475,27 @@ class HistoryMixin(ServiceBase):
                 if len(matches) >= limit:
                     return matches[:limit]
         return matches
+
+
+def no_version(path: str, number: int) -> NotFound:
+    """The one message for a version that does not exist or may not be read (no count)."""
+    return NotFound(
+        f"{path} has no version {number} you may read; list its versions with `memdir log {path}`",
+        path=path,
+        version=number,
+    )
+
+
+def _touches(changes: list[VersionInfo], directory: str | None) -> bool:
+    """Some of these (visible) changes are at or under ``directory`` (None: anywhere)."""
+    if directory is None or directory == "/":
+        return bool(changes)
+    below = directory.rstrip("/") + "/"
+    return any(
+        p is not None and (p == directory or p.startswith(below))
+        for v in changes
+        for p in (v.path, v.old_path)
+    )
 
 
 def _visible(access: Access, versions: list[VersionInfo]) -> list[VersionInfo]:

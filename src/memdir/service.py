@@ -49,7 +49,7 @@ from memdir.rows import aware, entry, utcnow, view
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
 from memdir.transcripts.service import TranscriptsMixin
-from memdir.writer import CommitWriter
+from memdir.writer import CommitWriter, creates
 
 __all__ = ["MemoryService"]
 
@@ -85,12 +85,38 @@ class MemoryService(
             return self._store_info(repo, name)
 
     def list_stores(self, principal: Principal) -> list[StoreInfo]:
+        """The stores the principal may read something in, by name; an administrator sees
+        every store. ``files`` counts the live files the principal may read."""
         with self.db.read() as repo:
-            return [self._store_row_info(r) for r in repo.stores()]
+            if self._is_admin(principal):
+                return [self._store_row_info(r) for r in repo.stores()]
+            found = [self._visible_store(repo, r, principal) for r in repo.stores()]
+            return [info for info in found if info is not None]
 
     def store_info(self, principal: Principal, name: str) -> StoreInfo:
+        """One store as :meth:`list_stores` shows it; unknown if the principal may read
+        nothing in it (the same error as a store that does not exist)."""
         with self.db.read() as repo:
-            return self._store_info(repo, name)
+            if self._is_admin(principal):
+                return self._store_info(repo, name)
+            info = self._visible_store(repo, self._store_row(repo, name), principal)
+            if info is None:
+                raise unknown_store(name)
+            return info
+
+    def _visible_store(self, repo: Repository, row: Row, principal: Principal) -> StoreInfo | None:
+        """The store as ``principal`` may see it, or None when it may read nothing there."""
+        access = self._access(repo, row.id, principal)
+        files = sum(1 for h in repo.heads_under(row.id, "/") if access.can_read(h.path))
+        if not files and not access.reads_anywhere():
+            return None
+        return StoreInfo(
+            name=row.name,
+            revision=row.revision,
+            created_at=aware(row.created_at),
+            archived_at=aware(row.archived_at) if row.archived_at else None,
+            files=files,
+        )
 
     def archive_store(self, principal: Principal, name: str) -> StoreInfo:
         """Make a store read-only for good (there is no unarchive)."""
@@ -199,6 +225,8 @@ class MemoryService(
         for op in operations:
             for path in operation_paths(op):
                 validate_path(path)  # a bad path is invalid input, not a path without rights
+                # no read, no change of any kind: not even a proposal reveals what is there
+                access.require_read(path, new=creates(op, path))
                 if access.allowed("write", path):
                     if reason is None and self._protected(
                         writer.repo, writer.store_id, access, path
@@ -315,10 +343,7 @@ class MemoryService(
             with self.db.read() as repo:
                 row = self._store_row(repo, store)
                 access = self._access(repo, row.id, principal)
-                access.require_read(path)
-                found = self._read(repo, row.id, path, version)
-                if found.path != path and not access.can_read(found.path):
-                    raise missing(path)
+                found = self._read(repo, row.id, access, path, version)
         if lines is not None:
             content = line_slice(found.content, lines[0], lines[1])
             found = FileView(**{**asdict(found), "content": content})

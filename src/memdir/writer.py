@@ -12,9 +12,16 @@ Invariants it keeps:
 - a file's version numbers are 1, 2, 3, ... and continue across renames and re-creation;
 - every version row names the commit, and so the store revision, that made it;
 - the search index holds exactly the live files, with their current path and content;
-- every primitive that changes a path first checks the principal's ``write`` right on it, so
-  no operation — rename and revert included — can move content into or out of a scope the
-  caller may not write;
+- every primitive that changes a path first checks the principal's ``write`` right on it —
+  which needs ``read`` first (:meth:`~memdir.access.Access.require`) — so no operation, rename
+  and revert included, can move content into or out of a scope the caller may not write, and
+  a path the caller may not read answers NotFound before any of its state (existence, sha256,
+  content, line counts) is looked at or reported;
+- a change changes something: an operation that would leave its file's content and path as
+  they are raises :class:`~memdir.core.errors.NoChange` (after its precondition), so no empty
+  version is ever made;
+- errors name only paths the caller may read (a hidden blocker of the file/dir rule is not
+  named);
 - the policy file (``/.memdir/policy.yaml``) only ever holds a valid policy.
 """
 
@@ -27,13 +34,14 @@ from typing import TYPE_CHECKING, Any
 from memdir.access import missing
 from memdir.core.content import check_content, sha256_hex
 from memdir.core.edits import apply_insert, apply_str_replace, check_precondition
-from memdir.core.errors import Conflict, PathConflict, PreconditionFailed
+from memdir.core.errors import Conflict, NoChange, PathConflict, PreconditionFailed
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import (
     Delete,
     Insert,
     Operation,
     OpResult,
+    Rename,
     StrReplace,
     Write,
 )
@@ -44,7 +52,15 @@ from memdir.storage.repository import Repository, Row
 if TYPE_CHECKING:
     from memdir.access import Access
 
-__all__ = ["CommitWriter"]
+__all__ = ["CommitWriter", "creates"]
+
+
+def creates(op: Operation, path: str) -> bool:
+    """Whether ``op`` may put a new file at ``path``: a write without ``if_match``, or the
+    target of a rename. Decided from the request alone, never from the store's state."""
+    if isinstance(op, Write):
+        return op.if_match is None
+    return isinstance(op, Rename) and path == op.new_path
 
 
 @dataclass
@@ -92,7 +108,8 @@ class CommitWriter:
 
     def _write(self, op: Write) -> OpResult:
         validate_path(op.path)
-        self.access.require("write", op.path)  # before any state is looked at or reported
+        # before any state is looked at or reported; needs read too
+        self.access.require("write", op.path, new=creates(op, op.path))
         head = self.repo.head(self.store_id, op.path)
         check_precondition(
             op.path,
@@ -107,7 +124,7 @@ class CommitWriter:
 
     def _existing(self, path: str, if_match: str | None) -> Row:
         validate_path(path)
-        self.access.require("write", path)  # before any state is looked at or reported
+        self.access.require("write", path)  # before any state is looked at; needs read too
         head = self.repo.head(self.store_id, path)
         if head is None:
             raise missing(path)
@@ -127,11 +144,15 @@ class CommitWriter:
     def check_free(self, path: str) -> None:
         """Refuse to put a file at ``path`` if it is taken or would break the file/dir rule."""
         validate_path(path)
-        self.access.require("write", path)
+        self.access.require("write", path, new=True)
         if self.repo.head(self.store_id, path) is not None:
             raise PathConflict(f"{path} already exists; choose another path", path=path)
         blocker = self.repo.first_file_among(self.store_id, ancestors(path))
         if blocker is not None:
+            if not self.access.can_read(blocker):  # a hidden file is not named
+                raise PathConflict(
+                    f"cannot create {path}: a directory above it is a file", path=path
+                )
             raise PathConflict(
                 f"cannot create {path}: {blocker} is a file, so it cannot be a directory",
                 path=path,
@@ -139,6 +160,10 @@ class CommitWriter:
             )
         below = self.repo.first_under(self.store_id, path)
         if below is not None:
+            if not self.access.can_read(below):
+                raise PathConflict(
+                    f"cannot create {path}: it is a directory", path=path, holds=None
+                )
             raise PathConflict(
                 f"cannot create {path}: it is a directory (it holds {below})",
                 path=path,
@@ -220,9 +245,19 @@ class CommitWriter:
         return self._version(file_id, number, "created", path, sha, size, op)
 
     def modify(self, head: Row, content: str, op: str) -> OpResult:
-        """Replace a live file's content, compare-and-swap on the sha256 just read."""
+        """Replace a live file's content, compare-and-swap on the sha256 just read.
+
+        Content equal to the current content is :class:`NoChange` (no empty version).
+        """
         self.access.require("write", head.path)
-        sha, size = self._prepare(head.path, content)
+        sha, size = self._prepare(head.path, content)  # valid content first, then the rule
+        if sha == head.sha256:
+            raise NoChange(
+                f"nothing to change: this {op} leaves {head.path} exactly as it is; a change "
+                "must change the content or the path",
+                path=head.path,
+                op=op,
+            )
         number = head.version + 1
         values = self._head_values(number, sha, size)
         if not self.repo.cas_update_head(self.store_id, head.path, head.sha256, **values):
@@ -240,9 +275,14 @@ class CommitWriter:
     def move(self, head: Row, new_path: str, op: str) -> OpResult:
         validate_path(new_path)
         self.access.require("write", head.path)
-        self.access.require("write", new_path)
+        self.access.require("write", new_path, new=True)
         if new_path == head.path:
-            raise PathConflict(f"cannot rename {head.path} onto itself", path=head.path)
+            raise NoChange(
+                f"nothing to change: renaming {head.path} onto itself leaves it as it is; give "
+                "another path",
+                path=head.path,
+                op=op,
+            )
         if self.repo.head(self.store_id, new_path) is not None:
             raise PathConflict(
                 f"cannot rename {head.path} to {new_path}: {new_path} already exists; "

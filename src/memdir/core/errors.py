@@ -17,6 +17,7 @@ class, walking the MRO, at the edge — never by matching message text. The tabl
         EditConflict               409 / exit 1    str_replace text absent or not unique; bad line
         IdempotencyMismatch        409 / exit 1    a key reused for a different request
         RevisionChanged            409 / exit 3    a proposal changed since the reviewer saw it
+        NoChange                   409 / exit 1    a change leaving content and path as they are
       PreconditionFailed           412 / exit 3    if_match / if_absent did not hold
       PreconditionRequired         428 / exit 3    full overwrite without a precondition
       NotFound                     404 / exit 5    no such file, version, store, commit
@@ -45,6 +46,7 @@ __all__ = [
     "InvalidInput",
     "InvalidPath",
     "MemdirError",
+    "NoChange",
     "NotFound",
     "PathConflict",
     "PreconditionFailed",
@@ -128,6 +130,17 @@ class IdempotencyMismatch(Conflict):
     """An idempotency key was reused for a request that differs from its first use."""
 
     type = "idempotency_mismatch"
+
+
+class NoChange(Conflict):
+    """The change would leave the file's content and path exactly as they are.
+
+    One rule for every verb (write, edit, rename, revert, commit operations): a change must
+    change something, so no empty version is ever made. Decided after the precondition, so a
+    stale ``if_match`` still fails as :class:`PreconditionFailed`.
+    """
+
+    type = "no_change"
 
 
 class PreconditionFailed(MemdirError):

@@ -402,13 +402,28 @@ class Repository:
             ).scalars()
         ]
 
-    def redact_sha(self, store_id: int, sha256: str, actor: str, now: dt.datetime) -> int:
+    def redact_versions(
+        self,
+        store_id: int,
+        sha256: str,
+        version_ids: Sequence[int],
+        actor: str,
+        now: dt.datetime,
+    ) -> int:
+        """Remove content and sha256 from these versions (all holding ``sha256``); the blob
+        goes too once no other version and no live file holds it."""
         result = self.conn.execute(
             sa.update(versions)
-            .where(versions.c.store_id == store_id, versions.c.sha256 == sha256)
+            .where(versions.c.id.in_(version_ids), versions.c.sha256 == sha256)
             .values(sha256=None, redacted_at=now, redacted_by=actor)
         )
-        self.delete_blob(store_id, sha256)
+        kept = self.conn.execute(
+            sa.select(versions.c.id)
+            .where(versions.c.store_id == store_id, versions.c.sha256 == sha256)
+            .limit(1)
+        ).first()
+        if kept is None and not self.heads_with_sha(store_id, sha256):
+            self.delete_blob(store_id, sha256)
         return int(result.rowcount)
 
     # --- commits --------------------------------------------------------------------------

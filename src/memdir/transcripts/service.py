@@ -293,6 +293,13 @@ class TranscriptsMixin(ServiceBase):
             done = ImportedTranscript(tid, t.format, t.session_id, "new", len(t.events))
             return done, t.events
         info = info_from_row(existing)
+        if not allowed(access, info.scopes(), "read"):  # its labels are not the caller's to see
+            raise Forbidden(
+                f"{access.principal.id} may not add to session {t.session_id[:80]!r}: it was "
+                "imported before under labels you may not write; import it under another "
+                "session id",
+                action="write",
+            )
         self._require(access, info.scopes(), "write", "add to")
         keys = rows.event_keys(info.id)
         new = [e for e in t.events if e.key not in keys]
