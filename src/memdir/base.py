@@ -30,6 +30,11 @@ from memdir.access import Access, PolicyCache
 from memdir.core.content import DEFAULT_MAX_BYTES
 from memdir.core.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidInput, NotFound
 from memdir.core.frontmatter import parse_frontmatter
+from memdir.core.limits import (
+    DEFAULT_MAX_COMMIT_OPERATIONS,
+    DEFAULT_MAX_TRANSCRIPT_BYTES,
+    check_operations,
+)
 from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
 from memdir.core.policy import Policy
 from memdir.rows import utcnow
@@ -58,8 +63,11 @@ class _Replay(Exception):
 class ServiceBase:
     """State every service module shares: the database and the content size limit.
 
-    ``max_file_bytes`` bounds every file's content (UTF-8 bytes). The service holds no
-    per-request state and is safe to share between threads.
+    ``max_file_bytes`` bounds every file's content (UTF-8 bytes) and every text an operation
+    carries, in commits and proposals alike; ``max_commit_operations`` the operations of one
+    commit or proposal; ``max_transcript_bytes`` one transcript file (see
+    :mod:`memdir.core.limits`). The service holds no per-request state and is safe to share
+    between threads.
     """
 
     def __init__(
@@ -67,10 +75,14 @@ class ServiceBase:
         database: Database,
         *,
         max_file_bytes: int = DEFAULT_MAX_BYTES,
+        max_commit_operations: int = DEFAULT_MAX_COMMIT_OPERATIONS,
+        max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES,
         screen: Screen | None = None,
     ) -> None:
         self.db = database
         self.max_file_bytes = max_file_bytes
+        self.max_commit_operations = max_commit_operations
+        self.max_transcript_bytes = max_transcript_bytes
         self._policies = PolicyCache()
         if screen is None:
             from memdir.guard import screen as default_screen
@@ -86,6 +98,15 @@ class ServiceBase:
 
     def _policy(self, repo: Repository, store_id: int) -> Policy:
         return self._policies.get(repo, store_id).policy
+
+    def _check_operations(self, operations: Sequence[Operation], what: str = "commit") -> None:
+        """The limits of a write, for every list of operations (commit or proposal)."""
+        check_operations(
+            operations,
+            max_bytes=self.max_file_bytes,
+            max_operations=self.max_commit_operations,
+            what=what,
+        )
 
     def _screen_ops(
         self, operations: Sequence[Operation], provenance: Provenance | None

@@ -13,6 +13,7 @@ from memdir.access import Access, missing
 from memdir.base import ServiceBase, unknown_store
 from memdir.core.edits import unified_diff
 from memdir.core.errors import Conflict, InvalidInput, NotFound
+from memdir.core.limits import MAX_INT64, check_int
 from memdir.core.model import (
     ChangeBatch,
     ChangeEvent,
@@ -120,6 +121,8 @@ class HistoryMixin(ServiceBase):
     ) -> list[VersionInfo]:
         """Every version of the file at ``path`` (across renames), newest first."""
         validate_path(path)
+        if limit is not None:
+            check_int("limit", limit, minimum=1)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
@@ -144,6 +147,9 @@ class HistoryMixin(ServiceBase):
         limit: int = 50,
     ) -> list[CommitInfo]:
         """Commits of the store, newest first, with their changes; filters combine (AND)."""
+        check_int("limit", limit, minimum=1)
+        if before_revision is not None:
+            check_int("before_revision", before_revision)
         directory = normalize_prefix(prefix) if prefix else None
         with self.db.read() as repo:
             row = self._store_row(repo, store)
@@ -189,8 +195,8 @@ class HistoryMixin(ServiceBase):
         Follow it by passing the returned ``next_after`` back; ``revision`` is the store's
         revision at the time of the call.
         """
-        if after < 0 or limit < 1:
-            raise InvalidInput(f"after must be >= 0 and limit >= 1, received {after}, {limit}")
+        check_int("after", after)
+        check_int("limit", limit, minimum=1)
         limit = min(limit, 1000)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
@@ -221,6 +227,9 @@ class HistoryMixin(ServiceBase):
     ) -> str:
         """Unified diff from version ``a`` to version ``b`` (default: the current content)."""
         validate_path(path)
+        check_int("a", a, minimum=-MAX_INT64)
+        if b is not None:
+            check_int("b", b, minimum=-MAX_INT64)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
@@ -252,6 +261,7 @@ class HistoryMixin(ServiceBase):
         where it was when deleted. (Reverting a commit, by contrast, also undoes renames.)
         """
         validate_path(path)
+        check_int("to_version", to_version, minimum=-MAX_INT64)
 
         def apply(writer: CommitWriter) -> list[OpResult]:
             writer.access.require_read(path)
@@ -359,6 +369,7 @@ class HistoryMixin(ServiceBase):
         Who and when stay on every version; content and sha256 go, as does the stored blob.
         """
         validate_path(path)
+        check_int("version", version, minimum=-MAX_INT64)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
             self._access(repo, row.id, principal).require("admin", path)
@@ -397,6 +408,8 @@ class HistoryMixin(ServiceBase):
         limit: int = 1000,
     ) -> list[GrepMatch]:
         """Lines of current content matching a regular expression, in path order."""
+        check_int("limit", limit, minimum=1)
+        check_int("context", context)
         directory = normalize_prefix(prefix)
         compiled = compile_grep(pattern, ignore_case=ignore_case)
         limit = max(1, min(limit, MAX_GREP_MATCHES))

@@ -43,6 +43,7 @@ from memdir.access import Access
 from memdir.base import ServiceBase
 from memdir.core.edits import apply_insert, apply_str_replace
 from memdir.core.errors import Conflict, EditConflict, InvalidInput, NotFound, RevisionChanged
+from memdir.core.limits import check_int
 from memdir.core.model import (
     CommitResult,
     Delete,
@@ -321,6 +322,7 @@ class ProposalsMixin(ServiceBase):
         """
         if origin not in ORIGINS:
             raise InvalidInput(f"unknown proposal origin {origin!r}; use {', '.join(ORIGINS)}")
+        self._check_operations(operations, "proposal")  # dream runs and quarantines too
         stored: list[dict[str, Any]] = []
         seen: set[str] = set()
         for op in operations:
@@ -413,8 +415,7 @@ class ProposalsMixin(ServiceBase):
         ``evidence`` is checked against the transcripts it names (:mod:`memdir.evidence`):
         each item gets ``verified`` and the transcript's stored scopes, never the caller's.
         """
-        if not operations:
-            raise InvalidInput("a proposal needs at least one operation")
+        self._check_operations(operations, "proposal")
         found = self._screen_ops(operations, provenance)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
@@ -439,6 +440,7 @@ class ProposalsMixin(ServiceBase):
         self, principal: Principal, store: str, *, status: str | None = "open", limit: int = 100
     ) -> list[Proposal]:
         """Proposals the caller may see (see :func:`visible`), newest first."""
+        check_int("limit", limit, minimum=1)
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; use {', '.join(STATUSES)}")
         with self.db.read() as repo:

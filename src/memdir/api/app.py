@@ -31,7 +31,7 @@ import memdir
 from memdir.api.deps import AppState, Ctx, methods_by_route
 from memdir.api.errors import install_error_handlers
 from memdir.api.metrics import Metrics
-from memdir.api.middleware import ObserveMiddleware
+from memdir.api.middleware import BoundsMiddleware, ObserveMiddleware
 from memdir.api.ratelimit import RateLimiter
 from memdir.api.routes import (
     admin,
@@ -82,7 +82,7 @@ def create_app(
         from memdir.storage.database import Database
 
         database = Database(settings.db, pool_size=settings.pool_size)
-        service = MemoryService(database, max_file_bytes=settings.max_file_bytes)
+        service = MemoryService(database, **settings.service_limits())
     routers = [
         m.router for m in (files, browse, history, review, changes, transcripts, dreams, admin)
     ]
@@ -122,6 +122,11 @@ def create_app(
     limiter = None
     if api_settings.rate is not None:
         limiter = RateLimiter(api_settings.rate, api_settings.burst)
+    app.add_middleware(
+        BoundsMiddleware,
+        request_limit=settings.request_limit,
+        transcript_limit=service.max_transcript_bytes,
+    )
     app.add_middleware(ObserveMiddleware, metrics=state.metrics, limiter=limiter)
     return app
 

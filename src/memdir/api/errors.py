@@ -34,7 +34,7 @@ log = logging.getLogger("memdir.api")
 
 HTTP_STATUSES: tuple[tuple[type[errors.MemdirError], int], ...] = (
     (errors.InvalidContent, 422),
-    (errors.ContentTooLarge, 413),
+    (errors.ContentTooLarge, 413),  # LimitExceeded too
     (errors.InvalidInput, 400),
     (errors.Conflict, 409),
     (errors.PreconditionFailed, 412),

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from memdir.core.limits import MAX_INT64
 from memdir.core.model import SOURCE_KINDS
 
 __all__ = [
@@ -118,7 +119,9 @@ class StrReplaceBody(ProvenanceFields):
 class InsertBody(ProvenanceFields):
     # No bound here: a line outside 0..line count is the service's edit_conflict (409), the
     # same answer every surface gives, not a request-shape error.
-    line: int = Field(description="Insert after this line (0 = at the top).")
+    line: int = Field(
+        ge=-MAX_INT64, le=MAX_INT64, description="Insert after this line (0 = at the top)."
+    )
     text: Text = Field(description="Text to insert as its own line(s).")
     if_match: Sha256 = None
 
@@ -129,12 +132,12 @@ class MoveBody(ProvenanceFields):
 
 
 class RevertFileBody(ProvenanceFields):
-    to_version: int = Field(ge=1, description="Put this version's content back.")
+    to_version: int = Field(ge=1, le=MAX_INT64, description="Put this version's content back.")
 
 
 class RedactBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    version: int = Field(ge=1, description="The version whose content goes.")
+    version: int = Field(ge=1, le=MAX_INT64, description="The version whose content goes.")
     dry_run: bool = Field(False, description="Only list the versions that would be redacted.")
 
 
@@ -167,7 +170,8 @@ class StrReplaceOp(_Op):
 
 class InsertOp(_Op):
     op: Literal["insert"]
-    line: int  # outside 0..line count: the service's edit_conflict, as on every surface
+    # outside 0..line count: the service's edit_conflict, as on every surface
+    line: int = Field(ge=-MAX_INT64, le=MAX_INT64)
     text: Text
     if_match: Sha256 = None
 
@@ -247,7 +251,9 @@ class TokenBody(BaseModel):
     name: Text | None = Field(None, description="A label to recognise the token by.")
     paths: list[Text] = Field(default_factory=lambda: ["/**"], min_length=1)
     actions: list[Action] = Field(default_factory=lambda: list(ALL_ACTIONS), min_length=1)
-    expires_in: int | None = Field(None, ge=1, description="Lifetime in seconds (none: no end).")
+    expires_in: int | None = Field(
+        None, ge=1, le=10**10, description="Lifetime in seconds (none: no end)."
+    )
 
 
 class PolicyBody(ProvenanceFields):
