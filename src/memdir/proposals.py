@@ -197,16 +197,43 @@ def _visible_notes(
     return tuple(out)
 
 
+#: In a listing, each text an operation carries is cut to this many characters.
+LIST_TEXT_CHARS = 500
+_OP_TEXTS = ("content", "old", "new", "text")
+
+
+def _summarised(data: dict[str, Any]) -> dict[str, Any]:
+    """An operation as a listing shows it: every text over :data:`LIST_TEXT_CHARS` cut, with
+    ``truncated`` naming the fields cut and ``<field>_bytes`` their full size (UTF-8)."""
+    long = [k for k in _OP_TEXTS if isinstance(data.get(k), str) and len(data[k]) > LIST_TEXT_CHARS]
+    if not long:
+        return data
+    out = dict(data)
+    for key in long:
+        out[f"{key}_bytes"] = len(data[key].encode("utf-8"))
+        out[key] = data[key][:LIST_TEXT_CHARS]
+    out["truncated"] = long
+    return out
+
+
 def _proposal(
-    row: Row, store: str, access: Access | None = None, repo: Repository | None = None
+    row: Row,
+    store: str,
+    access: Access | None = None,
+    repo: Repository | None = None,
+    *,
+    summary: bool = False,
 ) -> Proposal:
+    operations = _visible_ops(row.operations, access)
+    if summary:
+        operations = tuple(_summarised(op) for op in operations)
     return Proposal(
         id=row.id,
         store=store,
         author=row.author,
         origin=row.origin,
         status=row.status,
-        operations=_visible_ops(row.operations, access),
+        operations=operations,
         paths=tuple(row.paths),
         rationale=row.rationale,
         evidence=_visible_evidence(row.evidence, access),
@@ -439,7 +466,11 @@ class ProposalsMixin(ServiceBase):
     def list_proposals(
         self, principal: Principal, store: str, *, status: str | None = "open", limit: int = 100
     ) -> list[Proposal]:
-        """Proposals the caller may see (see :func:`visible`), newest first."""
+        """Proposals the caller may see (see :func:`visible`), newest first.
+
+        A listing summarises: each operation's texts are cut to :data:`LIST_TEXT_CHARS`
+        characters (``truncated`` names the fields cut); :meth:`get_proposal` shows them whole.
+        """
         check_int("limit", limit, minimum=1)
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; use {', '.join(STATUSES)}")
@@ -452,7 +483,7 @@ class ProposalsMixin(ServiceBase):
             out: list[Proposal] = []
             for p in repo.conn.execute(query.order_by(proposals.c.created_at.desc())):
                 if visible(p, access):
-                    out.append(_proposal(p, row.name, access, repo))
+                    out.append(_proposal(p, row.name, access, repo, summary=True))
                     if len(out) >= limit:
                         break
             return out

@@ -69,22 +69,33 @@ class BoundsMiddleware:
             return
         received = 0
         started = False
+        exceeded: errors.LimitExceeded | None = None
 
         async def counted() -> Message:
-            nonlocal received
+            nonlocal received, exceeded
             message = await receive()
             if message["type"] == "http.request":
                 received += len(message.get("body", b""))
                 if received > limit:
-                    raise errors.LimitExceeded(
+                    exceeded = errors.LimitExceeded(
                         f"{what} is over the limit of {limit} bytes; send less "
                         f"({_SETTING[upload]} raises the limit)",
                         limit=limit,
                     )
+                    raise exceeded
             return message
 
         async def tracked(message: Message) -> None:
+            # A route that met the limit while reading answers whatever its framework makes
+            # of the exception (FastAPI: 400 "error parsing the body"); the answer is 413.
             nonlocal started
+            if exceeded is not None and not started:
+                if message["type"] == "http.response.start":
+                    started = True
+                    await _refuse(exceeded, scope, receive, send)
+                return
+            if exceeded is not None and message["type"] != "http.response.start":
+                return  # the rest of the replaced response
             started = started or message["type"] == "http.response.start"
             await send(message)
 

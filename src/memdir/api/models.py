@@ -292,7 +292,8 @@ class ImportedTranscriptModel(BaseModel):
 
 class TranscriptImportSummary(BaseModel):
     """The summary of a transcript import: sessions read, events added, secrets redacted,
-    records skipped (with file, line and reason) and sessions that could not be stored."""
+    records skipped (with file, line and reason), sessions that could not be stored, and
+    warnings about what was imported anyway (an unknown format version)."""
 
     files: int
     bytes: int
@@ -310,3 +311,6 @@ class TranscriptImportSummary(BaseModel):
     skipped: list[TranscriptProblem]
     failed: list[TranscriptProblem]
     transcripts: list[ImportedTranscriptModel]
+    warnings: list[TranscriptProblem] = Field(
+        default_factory=list, description="Imported anyway, but worth checking."
+    )

@@ -24,6 +24,7 @@ from typing import Any
 
 from memdir.core.errors import ContentTooLarge, InvalidInput, LimitExceeded
 from memdir.core.model import Delete, Insert, Operation, Rename, StrReplace, Write
+from memdir.core.paths import validate_path
 
 __all__ = [
     "DEFAULT_MAX_COMMIT_OPERATIONS",
@@ -88,7 +89,8 @@ def check_if_match(value: Any, name: str = "if_match") -> str | None:
 
 
 def check_operation(op: Any, index: int = 1) -> Operation:
-    """Check one operation's field types; ``index`` (1-based) names it in the message."""
+    """Check one operation's field types, paths and ``if_match``; ``index`` (1-based) names
+    it in messages."""
     fields = _TEXT_FIELDS.get(type(op))
     if fields is None:
         raise InvalidInput(
@@ -104,6 +106,9 @@ def check_operation(op: Any, index: int = 1) -> Operation:
                 operation=index,
                 field=name,
             )
+    validate_path(op.path)
+    if isinstance(op, Rename):
+        validate_path(op.new_path)
     check_if_match(op.if_match, f"operation {index} ({op.op}): if_match")
     if isinstance(op, Write) and not isinstance(op.if_absent, bool):
         raise InvalidInput(

@@ -68,6 +68,9 @@ _SLASHES = frozenset("\u2044\u2215\u2571\u29f8\u1735\u2216\u2572\u29f5\u29f9\ufe
 _WITH_LATIN = ({"CJK", "HIRAGANA", "KATAKANA"}, {"CJK", "BOPOMOFO"}, {"CJK", "HANGUL"})
 #: Character-name prefixes that are not scripts (Common letters such as MODIFIER LETTER ...).
 _NOT_SCRIPTS = frozenset({"MODIFIER", "SMALL", "FULLWIDTH", "HALFWIDTH", "MATHEMATICAL"})
+#: Letters shared by several scripts (the prolonged sound mark ー), and display names.
+_COMMON = frozenset({"KATAKANA-HIRAGANA"})
+_SHOWN = {"CJK": "Han"}
 
 
 def _bad(path: str, why: str) -> InvalidPath:
@@ -107,7 +110,7 @@ def _script(ch: str) -> str | None:
     words = unicodedata.name(ch, "").split()
     while words and words[0] in _NOT_SCRIPTS:
         words = words[1:]
-    return words[0] if words else None
+    return words[0] if words and words[0] not in _COMMON else None
 
 
 def _mixed_scripts(segment: str) -> str | None:
@@ -122,7 +125,7 @@ def _mixed_scripts(segment: str) -> str | None:
         rest = scripts - {"LATIN"}
         if any(rest <= allowed for allowed in _WITH_LATIN):
             continue  # e.g. Japanese: Han, Hiragana, Katakana (and Latin) together
-        names = " and ".join(sorted(s.title() for s in scripts))
+        names = " and ".join(sorted(_SHOWN.get(s, s.title()) for s in scripts))
         return (
             f"the word {word!r} mixes {names} letters, which can look alike; write each word "
             "in one script"

@@ -69,8 +69,55 @@ class _BoundedLoader(yaml.SafeLoader):
                 self._depth -= 1
 
 
+#: A quote opens a quoted scalar only where a scalar can start (else it is plain text: it's).
+_QUOTE_AFTER = frozenset(" \t\n[{,:-?")
+
+
+def _flow_depth_error(text: str) -> yaml.YAMLError | None:
+    """A refusal if flow brackets (``[``, ``{``) nest deeper than :data:`MAX_YAML_DEPTH`.
+
+    Checked before parsing, in one pass: PyYAML's scanner keeps a pending simple key per open
+    flow level and rescans them all for every token, so deep flow nesting costs quadratic time
+    before the composer's own depth check is ever reached. Quoted scalars and comments are
+    skipped; a bracket inside a plain scalar counts (erring towards refusal only past 64).
+    """
+    depth, quote, comment, line = 0, "", False, 0
+    previous = "\n"
+    for ch in text:
+        if ch == "\n":
+            line += 1
+            comment = False
+        elif comment:
+            pass
+        elif quote:
+            if ch == quote:
+                quote = ""
+            elif ch == "\\" and quote == '"':
+                ch = ""  # the escaped character that follows cannot close the quote
+        elif ch in "'\"" and previous in _QUOTE_AFTER:
+            quote = ch
+        elif ch == "#" and previous in " \t\n":
+            comment = True
+        elif ch in "[{":
+            depth += 1
+            if depth > MAX_YAML_DEPTH:
+                return ComposerError(
+                    None,
+                    None,
+                    f"YAML nested deeper than {MAX_YAML_DEPTH} levels; flatten the structure",
+                    yaml.Mark("<yaml>", 0, line, 0, None, 0),
+                )
+        elif ch in "]}":
+            depth = max(0, depth - 1)
+        previous = ch
+    return None
+
+
 def load_yaml(text: str) -> Any:
     """Parse one YAML document safely (see the module docstring); raises ``yaml.YAMLError``."""
+    too_deep = _flow_depth_error(text)
+    if too_deep is not None:
+        raise too_deep
     loader = _BoundedLoader(text)
     try:
         return loader.get_single_data()

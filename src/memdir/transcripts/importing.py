@@ -33,7 +33,9 @@ def read_source(
 ) -> Iterator[Transcript]:
     """The transcripts in ``source``; problems go to ``ctx`` (nothing here raises for bad input).
 
-    ``format`` names the importer; without it the format is detected from the file's head.
+    ``format`` names the importer; without it the format is detected from the file's head. A
+    transcript with no events is not returned: it is reported in ``ctx.skipped`` with the
+    importer that was tried, so a file no importer understands imports nothing.
     """
     importer = registry.get(format) if format is not None else None
     try:
@@ -46,8 +48,16 @@ def read_source(
     if importer is None:
         ctx.skip(source, None, unrecognised(found))
         return
+    how = "as asked with --format" if format is not None else "detected"
     try:
-        yield from importer.parse(source, found.shape, ctx)
+        for transcript in importer.parse(source, found.shape, ctx):
+            if transcript.events:
+                yield transcript
+                continue
+            # A format that recognises nothing useful must not store an empty session.
+            ctx.skip(source, None, f"the {importer.name} importer ({how}) found no events in "
+                     f"session {transcript.session_id!r:.80}; nothing of it is imported — pass "
+                     "--format if the file is in another format")  # fmt: skip
     except OSError as exc:
         ctx.skip(source, None, f"cannot read: {exc.strerror or exc}; the rest is skipped")
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:

@@ -185,6 +185,7 @@ class TranscriptsMixin(ServiceBase):
                     batch, events = [], 0
         self._import_batch(principal, row.id, access, batch, labels, report)
         report.skipped.extend(ctx.skipped)
+        report.warnings.extend(ctx.warnings)
         report.ignored_records = ctx.ignored
         report.redactions = redactor.total - before_total  # a redactor may be reused
         report.redactions_by_rule = {

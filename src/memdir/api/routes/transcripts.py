@@ -50,6 +50,7 @@ def _summary(report: ImportReport) -> dict[str, Any]:
     data = asdict(report)
     data["skipped"] = [asdict(p) for p in report.skipped]
     data["failed"] = [asdict(p) for p in report.failed]
+    data["warnings"] = [asdict(p) for p in report.warnings]
     data["skipped_records"] = len(report.skipped)
     return data
 
