@@ -28,7 +28,14 @@ import sqlalchemy as sa
 
 from memdir.access import Access, PolicyCache
 from memdir.core.content import DEFAULT_MAX_BYTES
-from memdir.core.errors import Conflict, Forbidden, IdempotencyMismatch, InvalidInput, NotFound
+from memdir.core.errors import (
+    Conflict,
+    Forbidden,
+    IdempotencyMismatch,
+    InvalidContent,
+    InvalidInput,
+    NotFound,
+)
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.limits import (
     DEFAULT_MAX_COMMIT_OPERATIONS,
@@ -115,12 +122,21 @@ class ServiceBase:
 
     @staticmethod
     def _protected(repo: Repository, store_id: int, access: Access, path: str) -> bool:
-        """A live file whose frontmatter says ``protected: true``, for a non-admin caller."""
+        """A live file whose frontmatter says ``protected: true``, for a non-admin caller.
+
+        Frontmatter that no longer parses (stored before anchors and deep nesting were
+        refused) counts as protected: whether it is cannot be known, so changes get review.
+        """
         head = repo.head(store_id, path)
         if head is None or access.allowed("admin", path):
             return False
         content = repo.blob(store_id, head.sha256) or ""
-        return content.startswith("---") and parse_frontmatter(content).protected
+        if not content.startswith("---"):
+            return False
+        try:
+            return parse_frontmatter(content).protected
+        except InvalidContent:  # stored before its YAML was refused (anchors): review it
+            return True
 
     @staticmethod
     def _writable_store(row: Row) -> None:
