@@ -8,6 +8,7 @@ EXPECTED = {
     "OWNER", "AsyncClient", "BackendError", "Client", "CommitInfo", "CommitResult", "Conflict",
     "ContentTooLarge", "Database", "Delete", "EditConflict", "Entry", "FileView", "Forbidden",
     "GrepMatch", "IdempotencyMismatch", "Insert", "InvalidContent", "InvalidInput", "InvalidPath",
+    "LimitExceeded",
     "MemdirError", "MemoryService", "NoChange", "NotFound", "OpResult", "Operation", "PathConflict",
     "PreconditionFailed", "PreconditionRequired", "Principal", "Proposed", "Provenance", "Rename",
     "ScreeningRefused", "SearchHit", "StoreInfo", "StrReplace", "TokenScope", "Unauthenticated",

@@ -32,10 +32,16 @@ from memdir.core.errors import (
     Conflict,
     Forbidden,
     IdempotencyMismatch,
+    InvalidContent,
     NoChange,
     NotFound,
 )
 from memdir.core.frontmatter import parse_frontmatter
+from memdir.core.limits import (
+    DEFAULT_MAX_COMMIT_OPERATIONS,
+    DEFAULT_MAX_TRANSCRIPT_BYTES,
+    check_operations,
+)
 from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
 from memdir.core.policy import Decision, Policy
 from memdir.rows import utcnow
@@ -64,8 +70,11 @@ class _Replay(Exception):
 class ServiceBase:
     """State every service module shares: the database and the content size limit.
 
-    ``max_file_bytes`` bounds every file's content (UTF-8 bytes). The service holds no
-    per-request state and is safe to share between threads.
+    ``max_file_bytes`` bounds every file's content (UTF-8 bytes) and every text an operation
+    carries, in commits and proposals alike; ``max_commit_operations`` the operations of one
+    commit or proposal; ``max_transcript_bytes`` one transcript file (see
+    :mod:`memdir.core.limits`). The service holds no per-request state and is safe to share
+    between threads.
     """
 
     def __init__(
@@ -73,10 +82,14 @@ class ServiceBase:
         database: Database,
         *,
         max_file_bytes: int = DEFAULT_MAX_BYTES,
+        max_commit_operations: int = DEFAULT_MAX_COMMIT_OPERATIONS,
+        max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES,
         screen: Screen | None = None,
     ) -> None:
         self.db = database
         self.max_file_bytes = max_file_bytes
+        self.max_commit_operations = max_commit_operations
+        self.max_transcript_bytes = max_transcript_bytes
         self._policies = PolicyCache()
         if screen is None:
             from memdir.guard import screen as default_screen
@@ -93,6 +106,15 @@ class ServiceBase:
     def _policy(self, repo: Repository, store_id: int) -> Policy:
         return self._policies.get(repo, store_id).policy
 
+    def _check_operations(self, operations: Sequence[Operation], what: str = "commit") -> None:
+        """The limits of a write, for every list of operations (commit or proposal)."""
+        check_operations(
+            operations,
+            max_bytes=self.max_file_bytes,
+            max_operations=self.max_commit_operations,
+            what=what,
+        )
+
     def _screen_ops(
         self, operations: Sequence[Operation], provenance: Provenance | None
     ) -> list[Screened]:
@@ -100,12 +122,21 @@ class ServiceBase:
 
     @staticmethod
     def _protected(repo: Repository, store_id: int, access: Access, path: str) -> bool:
-        """A live file whose frontmatter says ``protected: true``, for a non-admin caller."""
+        """A live file whose frontmatter says ``protected: true``, for a non-admin caller.
+
+        Frontmatter that no longer parses (stored before anchors and deep nesting were
+        refused) counts as protected: whether it is cannot be known, so changes get review.
+        """
         head = repo.head(store_id, path)
         if head is None or access.allowed("admin", path):
             return False
         content = repo.blob(store_id, head.sha256) or ""
-        return content.startswith("---") and parse_frontmatter(content).protected
+        if not content.startswith("---"):
+            return False
+        try:
+            return parse_frontmatter(content).protected
+        except InvalidContent:  # stored before its YAML was refused (anchors): review it
+            return True
 
     @staticmethod
     def _writable_store(row: Row) -> None:

@@ -13,6 +13,7 @@ from memdir.access import Access, missing
 from memdir.base import ServiceBase, unknown_store
 from memdir.core.edits import unified_diff
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, NotFound
+from memdir.core.limits import MAX_INT64, check_int
 from memdir.core.model import (
     ChangeBatch,
     ChangeEvent,
@@ -129,6 +130,8 @@ class HistoryMixin(ServiceBase):
     ) -> list[VersionInfo]:
         """Every version of the file at ``path`` (across renames), newest first."""
         validate_path(path)
+        if limit is not None:
+            check_int("limit", limit, minimum=1)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
@@ -156,6 +159,9 @@ class HistoryMixin(ServiceBase):
         commits run out, so a page is never cut short by what the caller cannot see. With
         ``prefix``, a commit counts only if a readable change is under it.
         """
+        check_int("limit", limit, minimum=1)
+        if before_revision is not None:
+            check_int("before_revision", before_revision)
         directory = normalize_prefix(prefix) if prefix else None
         selected: list[Row] = []
         changes: dict[str, list[VersionInfo]] = {}
@@ -213,8 +219,8 @@ class HistoryMixin(ServiceBase):
         Follow it by passing the returned ``next_after`` back; ``revision`` is the store's
         revision at the time of the call.
         """
-        if after < 0 or limit < 1:
-            raise InvalidInput(f"after must be >= 0 and limit >= 1, received {after}, {limit}")
+        check_int("after", after)
+        check_int("limit", limit, minimum=1)
         limit = min(limit, 1000)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
@@ -245,6 +251,9 @@ class HistoryMixin(ServiceBase):
     ) -> str:
         """Unified diff from version ``a`` to version ``b`` (default: the current content)."""
         validate_path(path)
+        check_int("a", a, minimum=-MAX_INT64)
+        if b is not None:
+            check_int("b", b, minimum=-MAX_INT64)
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
@@ -273,6 +282,7 @@ class HistoryMixin(ServiceBase):
         where it was when deleted. (Reverting a commit, by contrast, also undoes renames.)
         """
         validate_path(path)
+        check_int("to_version", to_version, minimum=-MAX_INT64)
 
         def apply(writer: CommitWriter) -> list[OpResult]:
             access = writer.access
@@ -409,6 +419,7 @@ class HistoryMixin(ServiceBase):
         the plan depends only on what the caller may see.
         """
         validate_path(path)
+        check_int("version", version, minimum=-MAX_INT64)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
@@ -453,6 +464,8 @@ class HistoryMixin(ServiceBase):
         limit: int = 1000,
     ) -> list[GrepMatch]:
         """Lines of current content matching a regular expression, in path order."""
+        check_int("limit", limit, minimum=1)
+        check_int("context", context)
         directory = normalize_prefix(prefix)
         compiled = compile_grep(pattern, ignore_case=ignore_case)
         limit = max(1, min(limit, MAX_GREP_MATCHES))

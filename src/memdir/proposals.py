@@ -43,6 +43,7 @@ from memdir.access import Access
 from memdir.base import ServiceBase
 from memdir.core.edits import apply_insert, apply_str_replace
 from memdir.core.errors import Conflict, EditConflict, InvalidInput, NotFound, RevisionChanged
+from memdir.core.limits import check_int
 from memdir.core.model import (
     CommitResult,
     Delete,
@@ -196,16 +197,43 @@ def _visible_notes(
     return tuple(out)
 
 
+#: In a listing, each text an operation carries is cut to this many characters.
+LIST_TEXT_CHARS = 500
+_OP_TEXTS = ("content", "old", "new", "text")
+
+
+def _summarised(data: dict[str, Any]) -> dict[str, Any]:
+    """An operation as a listing shows it: every text over :data:`LIST_TEXT_CHARS` cut, with
+    ``truncated`` naming the fields cut and ``<field>_bytes`` their full size (UTF-8)."""
+    long = [k for k in _OP_TEXTS if isinstance(data.get(k), str) and len(data[k]) > LIST_TEXT_CHARS]
+    if not long:
+        return data
+    out = dict(data)
+    for key in long:
+        out[f"{key}_bytes"] = len(data[key].encode("utf-8"))
+        out[key] = data[key][:LIST_TEXT_CHARS]
+    out["truncated"] = long
+    return out
+
+
 def _proposal(
-    row: Row, store: str, access: Access | None = None, repo: Repository | None = None
+    row: Row,
+    store: str,
+    access: Access | None = None,
+    repo: Repository | None = None,
+    *,
+    summary: bool = False,
 ) -> Proposal:
+    operations = _visible_ops(row.operations, access)
+    if summary:
+        operations = tuple(_summarised(op) for op in operations)
     return Proposal(
         id=row.id,
         store=store,
         author=row.author,
         origin=row.origin,
         status=row.status,
-        operations=_visible_ops(row.operations, access),
+        operations=operations,
         paths=tuple(row.paths),
         rationale=row.rationale,
         evidence=_visible_evidence(row.evidence, access),
@@ -321,6 +349,7 @@ class ProposalsMixin(ServiceBase):
         """
         if origin not in ORIGINS:
             raise InvalidInput(f"unknown proposal origin {origin!r}; use {', '.join(ORIGINS)}")
+        self._check_operations(operations, "proposal")  # dream runs and quarantines too
         stored: list[dict[str, Any]] = []
         seen: set[str] = set()
         for op in operations:
@@ -413,8 +442,7 @@ class ProposalsMixin(ServiceBase):
         ``evidence`` is checked against the transcripts it names (:mod:`memdir.evidence`):
         each item gets ``verified`` and the transcript's stored scopes, never the caller's.
         """
-        if not operations:
-            raise InvalidInput("a proposal needs at least one operation")
+        self._check_operations(operations, "proposal")
         found = self._screen_ops(operations, provenance)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
@@ -438,7 +466,12 @@ class ProposalsMixin(ServiceBase):
     def list_proposals(
         self, principal: Principal, store: str, *, status: str | None = "open", limit: int = 100
     ) -> list[Proposal]:
-        """Proposals the caller may see (see :func:`visible`), newest first."""
+        """Proposals the caller may see (see :func:`visible`), newest first.
+
+        A listing summarises: each operation's texts are cut to :data:`LIST_TEXT_CHARS`
+        characters (``truncated`` names the fields cut); :meth:`get_proposal` shows them whole.
+        """
+        check_int("limit", limit, minimum=1)
         if status is not None and status not in STATUSES:
             raise InvalidInput(f"unknown status {status!r}; use {', '.join(STATUSES)}")
         with self.db.read() as repo:
@@ -450,7 +483,7 @@ class ProposalsMixin(ServiceBase):
             out: list[Proposal] = []
             for p in repo.conn.execute(query.order_by(proposals.c.created_at.desc())):
                 if visible(p, access):
-                    out.append(_proposal(p, row.name, access, repo))
+                    out.append(_proposal(p, row.name, access, repo, summary=True))
                     if len(out) >= limit:
                         break
             return out

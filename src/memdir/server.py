@@ -29,7 +29,7 @@ def create_server_app(settings: Settings) -> FastAPI:
 
     service = MemoryService(
         Database(settings.db, pool_size=settings.pool_size),
-        max_file_bytes=settings.max_file_bytes,
+        **settings.service_limits(),
     )
     app = create_app(settings, service)
     mcp_app = http_app(service, store=settings.store)

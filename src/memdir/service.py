@@ -19,8 +19,9 @@ from typing import Any
 from memdir.access import STORES, Access, missing
 from memdir.base import unknown_store
 from memdir.core.edits import line_slice
-from memdir.core.errors import Conflict, InvalidInput, NotFound, Proposed
+from memdir.core.errors import Conflict, NotFound, Proposed
 from memdir.core.globs import compile_glob, literal_prefix
+from memdir.core.limits import MAX_INT64, check_int
 from memdir.core.model import (
     CommitResult,
     Delete,
@@ -171,8 +172,7 @@ class MemoryService(
         request by the same principal returns the first result (``replayed=True``); the same
         key with a different request is an :class:`IdempotencyMismatch`.
         """
-        if not operations:
-            raise InvalidInput("a commit needs at least one operation")
+        self._check_operations(operations)
         request = ["commit", [asdict(op) for op in operations]]
         found = self._screen_ops(operations, provenance)
 
@@ -337,6 +337,12 @@ class MemoryService(
     ) -> FileView:
         """A file at its current version, or at ``version``; ``lines`` = (first, last|None)."""
         validate_path(path)
+        if version is not None:
+            check_int("version", version, minimum=-MAX_INT64)
+        if lines is not None:
+            check_int("first line", lines[0], minimum=-MAX_INT64)
+            if lines[1] is not None:
+                check_int("last line", lines[1], minimum=-MAX_INT64)
         if version is None:
             found = self._read_current(principal, store, path)
         else:
@@ -464,8 +470,7 @@ class MemoryService(
         from memdir.search.query import parse_query
 
         directory = normalize_prefix(prefix)
-        if limit < 1:
-            raise InvalidInput(f"limit must be at least 1, received {limit}")
+        check_int("limit", limit, minimum=1)
         parsed = parse_query(query)
         if parsed.empty:
             return []

@@ -15,12 +15,17 @@ import os
 from collections.abc import Mapping
 from dataclasses import dataclass, fields, replace
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict
 
 from memdir.core.content import DEFAULT_MAX_BYTES
 from memdir.core.errors import InvalidInput
+from memdir.core.limits import (
+    DEFAULT_MAX_COMMIT_OPERATIONS,
+    DEFAULT_MAX_TRANSCRIPT_BYTES,
+    default_max_request_bytes,
+)
 
-__all__ = ["DEFAULT_DB", "ENV_VARS", "Settings"]
+__all__ = ["DEFAULT_DB", "ENV_VARS", "ServiceLimits", "Settings"]
 
 DEFAULT_DB = "sqlite:///./.memdir/memdir.db"
 
@@ -32,7 +37,26 @@ ENV_VARS = {
     "MEMDIR_TOKEN": "token",
     "MEMDIR_POOL_SIZE": "pool_size",
     "MEMDIR_SQLITE_SYNCHRONOUS": "sqlite_synchronous",
+    "MEMDIR_MAX_COMMIT_OPERATIONS": "max_commit_operations",
+    "MEMDIR_MAX_REQUEST_BYTES": "max_request_bytes",
+    "MEMDIR_MAX_TRANSCRIPT_BYTES": "max_transcript_bytes",
 }
+#: Settings that are positive whole numbers.
+_COUNTS = (
+    "max_file_bytes",
+    "pool_size",
+    "max_commit_operations",
+    "max_request_bytes",
+    "max_transcript_bytes",
+)
+
+
+class ServiceLimits(TypedDict):
+    """The limits a :class:`~memdir.service.MemoryService` is built with."""
+
+    max_file_bytes: int
+    max_commit_operations: int
+    max_transcript_bytes: int
 
 
 @dataclass(frozen=True, repr=False)
@@ -47,6 +71,11 @@ class Settings:
     ``sqlite_synchronous``: ``normal`` or ``full`` for a SQLite database (None: the URL's
     ``synchronous`` query option, else ``normal``); ignored for PostgreSQL, whose durability
     is the server's ``synchronous_commit``.
+    ``max_commit_operations``: the most operations one commit or proposal may hold.
+    ``max_request_bytes``: the largest REST request body (None: 10 MiB, or 4 ×
+    ``max_file_bytes`` + 64 KiB if larger; see :attr:`request_limit`); transcript uploads
+    have their own limit.
+    ``max_transcript_bytes``: the largest transcript upload or imported file, in bytes.
     """
 
     db: str = DEFAULT_DB
@@ -55,6 +84,24 @@ class Settings:
     token: str | None = None
     pool_size: int = 5
     sqlite_synchronous: str | None = None
+    max_commit_operations: int = DEFAULT_MAX_COMMIT_OPERATIONS
+    max_request_bytes: int | None = None
+    max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES
+
+    @property
+    def request_limit(self) -> int:
+        """The REST request body limit in bytes (``max_request_bytes`` or its default)."""
+        if self.max_request_bytes is not None:
+            return self.max_request_bytes
+        return default_max_request_bytes(self.max_file_bytes)
+
+    def service_limits(self) -> ServiceLimits:
+        """The keyword arguments of :class:`~memdir.service.MemoryService` these settings set."""
+        return {
+            "max_file_bytes": self.max_file_bytes,
+            "max_commit_operations": self.max_commit_operations,
+            "max_transcript_bytes": self.max_transcript_bytes,
+        }
 
     def __repr__(self) -> str:  # keep the token out of logs and tracebacks
         token = "***" if self.token else None
@@ -125,7 +172,7 @@ def _coerce(values: Mapping[str, Any], source: str) -> dict[str, Any]:
             raise InvalidInput(
                 f"unknown setting {key!r} in {source}; known: {', '.join(sorted(known))}"
             )
-        if key in ("max_file_bytes", "pool_size"):
+        if key in _COUNTS:
             try:
                 value = int(value)
             except (TypeError, ValueError):

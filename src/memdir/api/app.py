@@ -32,7 +32,7 @@ from memdir.access import METRICS
 from memdir.api.deps import AppState, Ctx, methods_by_route
 from memdir.api.errors import install_error_handlers
 from memdir.api.metrics import Metrics
-from memdir.api.middleware import ObserveMiddleware
+from memdir.api.middleware import BoundsMiddleware, ObserveMiddleware
 from memdir.api.ratelimit import RateLimiter
 from memdir.api.routes import (
     admin,
@@ -83,7 +83,7 @@ def create_app(
         from memdir.storage.database import Database
 
         database = Database(settings.db, pool_size=settings.pool_size)
-        service = MemoryService(database, max_file_bytes=settings.max_file_bytes)
+        service = MemoryService(database, **settings.service_limits())
     routers = [
         m.router for m in (files, browse, history, review, changes, transcripts, dreams, admin)
     ]
@@ -125,6 +125,11 @@ def create_app(
         limiter = RateLimiter(api_settings.rate, api_settings.burst)
     if api_settings.auth_failure_rate is not None:
         failures = RateLimiter(api_settings.auth_failure_rate, api_settings.auth_failure_burst)
+    app.add_middleware(
+        BoundsMiddleware,
+        request_limit=settings.request_limit,
+        transcript_limit=service.max_transcript_bytes,
+    )
     app.add_middleware(
         ObserveMiddleware, metrics=state.metrics, limiter=limiter, failures=failures,
         proxies=api_settings.trusted_proxies,

@@ -26,6 +26,7 @@ from memdir.api.metrics import Metrics
 from memdir.api.models import ProvenanceFields, SourceKind
 from memdir.api.tokens import TokenCache
 from memdir.core.errors import InvalidInput, Unauthenticated
+from memdir.core.limits import MAX_INT64
 from memdir.core.model import CommitResult, Principal, Provenance
 from memdir.service import MemoryService
 
@@ -369,6 +370,8 @@ def cursor_key(cursor: str | None, kind: type[K]) -> K | None:
     key = _decode(cursor).get("k")
     if key is not None and (not isinstance(key, kind) or isinstance(key, bool)):
         raise InvalidInput("invalid cursor: it does not belong to this list")
+    if isinstance(key, int) and not 0 <= key <= MAX_INT64:
+        raise InvalidInput("invalid cursor: pass back next_cursor unchanged")
     return key
 
 

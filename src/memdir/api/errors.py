@@ -34,7 +34,7 @@ log = logging.getLogger("memdir.api")
 
 HTTP_STATUSES: tuple[tuple[type[errors.MemdirError], int], ...] = (
     (errors.InvalidContent, 422),
-    (errors.ContentTooLarge, 413),
+    (errors.ContentTooLarge, 413),  # LimitExceeded too
     (errors.InvalidInput, 400),
     (errors.Conflict, 409),
     (errors.PreconditionFailed, 412),
@@ -76,14 +76,20 @@ def _doc(text: str) -> dict[str, Any]:
 
 #: The error statuses every route may answer with, for the OpenAPI document.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
-    400: _doc("Invalid input: a bad path, parameter or body (`invalid_input`, `invalid_path`)."),
+    400: _doc(
+        "Invalid input: a bad path (look-alike characters, percent-escapes that are not UTF-8), "
+        "parameter (an integer beyond 64 bits) or body (`invalid_input`, `invalid_path`)."
+    ),
     401: _doc("No valid bearer token (`unauthenticated`)."),
     403: _doc("The caller may read the target but not do this (`forbidden`)."),
     404: _doc("No such resource, or the caller may not read it (`not_found`)."),
     405: _doc("The route does not take this method (`method_not_allowed`)."),
     409: _doc("The request does not fit the current state (`conflict`, `edit_conflict`, ...)."),
     412: _doc("A precondition failed; `current_sha256` says what the file holds now."),
-    413: _doc("Content over the size limit (`content_too_large`)."),
+    413: _doc(
+        "Over a limit: content over the size limit (`content_too_large`), too many operations "
+        "or a body over its limit (`limit_exceeded`); see docs/configuration.md."
+    ),
     422: _doc(
         "Content refused: not UTF-8 (`invalid_content`, with `offset`) or by write "
         "screening (`screening_refused`, with `findings`)."

@@ -11,6 +11,7 @@ from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field
 
+from memdir.core.limits import MAX_INT64
 from memdir.core.model import SOURCE_KINDS
 
 __all__ = [
@@ -118,7 +119,9 @@ class StrReplaceBody(ProvenanceFields):
 class InsertBody(ProvenanceFields):
     # No bound here: a line outside 0..line count is the service's edit_conflict (409), the
     # same answer every surface gives, not a request-shape error.
-    line: int = Field(description="Insert after this line (0 = at the top).")
+    line: int = Field(
+        ge=-MAX_INT64, le=MAX_INT64, description="Insert after this line (0 = at the top)."
+    )
     text: Text = Field(description="Text to insert as its own line(s).")
     if_match: Sha256 = None
 
@@ -129,12 +132,12 @@ class MoveBody(ProvenanceFields):
 
 
 class RevertFileBody(ProvenanceFields):
-    to_version: int = Field(ge=1, description="Put this version's content back.")
+    to_version: int = Field(ge=1, le=MAX_INT64, description="Put this version's content back.")
 
 
 class RedactBody(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    version: int = Field(ge=1, description="The version whose content goes.")
+    version: int = Field(ge=1, le=MAX_INT64, description="The version whose content goes.")
     dry_run: bool = Field(False, description="Only list the versions that would be redacted.")
 
 
@@ -167,7 +170,8 @@ class StrReplaceOp(_Op):
 
 class InsertOp(_Op):
     op: Literal["insert"]
-    line: int  # outside 0..line count: the service's edit_conflict, as on every surface
+    # outside 0..line count: the service's edit_conflict, as on every surface
+    line: int = Field(ge=-MAX_INT64, le=MAX_INT64)
     text: Text
     if_match: Sha256 = None
 
@@ -253,7 +257,9 @@ class TokenBody(BaseModel):
         None, min_length=1,
         description="Actions (default: all, or those of the caller's narrowed token).",
     )  # fmt: skip
-    expires_in: int | None = Field(None, ge=1, description="Lifetime in seconds (none: no end).")
+    expires_in: int | None = Field(
+        None, ge=1, le=10**10, description="Lifetime in seconds (none: no end)."
+    )
 
 
 class PolicyBody(ProvenanceFields):
@@ -292,7 +298,8 @@ class ImportedTranscriptModel(BaseModel):
 
 class TranscriptImportSummary(BaseModel):
     """The summary of a transcript import: sessions read, events added, secrets redacted,
-    records skipped (with file, line and reason) and sessions that could not be stored."""
+    records skipped (with file, line and reason), sessions that could not be stored, and
+    warnings about what was imported anyway (an unknown format version)."""
 
     files: int
     bytes: int
@@ -310,3 +317,6 @@ class TranscriptImportSummary(BaseModel):
     skipped: list[TranscriptProblem]
     failed: list[TranscriptProblem]
     transcripts: list[ImportedTranscriptModel]
+    warnings: list[TranscriptProblem] = Field(
+        default_factory=list, description="Imported anyway, but worth checking."
+    )

@@ -71,7 +71,7 @@ class App:
             from memdir.storage.database import Database
 
             database = Database(self.settings.db, create=create, pool_size=self.settings.pool_size)
-            self._service = MemoryService(database, max_file_bytes=self.settings.max_file_bytes)
+            self._service = MemoryService(database, **self.settings.service_limits())
         return self._service
 
     def close(self) -> None:

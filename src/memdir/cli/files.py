@@ -75,9 +75,13 @@ def parse_operations(text: str) -> list[Operation]:
         raise InvalidInput(
             f"operations are not valid JSON: {exc.msg} at line {exc.lineno} column {exc.colno}"
         ) from None
+    except RecursionError:
+        raise InvalidInput(
+            "operations are nested too deeply to read; send a flat JSON list of objects"
+        ) from None
     if not isinstance(data, list) or not all(isinstance(d, dict) for d in data):
         raise InvalidInput("operations must be a JSON list of objects with an 'op' field")
-    return [operation_from_dict(d) for d in data]
+    return [operation_from_dict(d, i) for i, d in enumerate(data, 1)]
 
 
 @verb(cli, "read")

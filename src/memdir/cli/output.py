@@ -22,6 +22,7 @@ __all__ = ["EXIT_CODES", "emit", "exit_code_for", "fail", "to_jsonable"]
 
 EXIT_CODES: tuple[tuple[type[errors.MemdirError], int], ...] = (
     (errors.InvalidContent, 1),
+    (errors.LimitExceeded, 2),
     (errors.ContentTooLarge, 1),
     (errors.InvalidInput, 2),
     (errors.PreconditionFailed, 3),

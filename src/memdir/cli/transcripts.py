@@ -119,6 +119,7 @@ def _jsonable(report: ImportReport) -> dict[str, Any]:
     data = asdict(report)
     data["skipped"] = [str(p) for p in report.skipped]
     data["failed"] = [str(p) for p in report.failed]
+    data["warnings"] = [str(p) for p in report.warnings]
     return data
 
 
@@ -140,6 +141,7 @@ def _summary(report: ImportReport) -> str:
     if len(report.skipped) > 50:
         lines.append(f"  ... and {len(report.skipped) - 50} more (--json lists all)")
     lines += [f"  FAILED {p}" for p in report.failed]
+    lines += [f"  warning {p}" for p in report.warnings]
     return "\n".join(lines)
 
 

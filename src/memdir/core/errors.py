@@ -12,6 +12,7 @@ class, walking the MRO, at the edge — never by matching message text. The tabl
         InvalidPath                400 / exit 2
         InvalidContent             422 / exit 1    not UTF-8, malformed frontmatter
         ContentTooLarge            413 / exit 1
+          LimitExceeded            413 / exit 2    too many operations, request body too big
       Conflict                     409 / exit 1    the request does not fit the current state
         PathConflict               409 / exit 1    file vs directory, rename onto an existing file
         EditConflict               409 / exit 1    str_replace text absent or not unique; bad line
@@ -45,6 +46,7 @@ __all__ = [
     "InvalidContent",
     "InvalidInput",
     "InvalidPath",
+    "LimitExceeded",
     "MemdirError",
     "NoChange",
     "NotFound",
@@ -99,6 +101,14 @@ class ContentTooLarge(InvalidInput):
     """Content is over the configured size limit (bytes of UTF-8)."""
 
     type = "content_too_large"
+
+
+class LimitExceeded(ContentTooLarge):
+    """A request is over a configured limit other than a file's size: operations in a commit or
+    proposal, bytes of a request body or of a transcript upload. ``details`` has ``limit``
+    and, when known, the value received."""
+
+    type = "limit_exceeded"
 
 
 class Conflict(MemdirError):

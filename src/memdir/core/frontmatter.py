@@ -5,6 +5,8 @@ A file has frontmatter when its first line is exactly ``---`` and a later line i
 verbatim — this module only reads it. Keys memdir gives meaning to are exposed as typed fields
 of :class:`Frontmatter`; every other key is kept in ``extra`` as parsed.
 
+YAML is parsed by :func:`memdir.core.yamlsafe.load_yaml`: anchors, aliases and nesting deeper
+than 64 levels are refused like malformed YAML, so parsing costs time in proportion to size.
 Malformed YAML, or YAML that is not a mapping, is refused with the line (1-based, counted in
 the whole file) and the reason, because a memory whose metadata silently vanished would be
 worse than a refused write.
@@ -93,8 +95,10 @@ def parse_frontmatter(content: str) -> Frontmatter:
         return Frontmatter()
     import yaml  # deferred: most commands never parse frontmatter
 
+    from memdir.core.yamlsafe import load_yaml
+
     try:
-        data = yaml.safe_load(block)
+        data = load_yaml(block)
     except yaml.YAMLError as exc:
         line = _yaml_error_line(exc)
         file_line = 2 + line if line is not None else None

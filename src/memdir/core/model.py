@@ -5,6 +5,7 @@ All are frozen dataclasses: values, not handles. Times are timezone-aware UTC da
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import re
 from dataclasses import dataclass, field
@@ -197,8 +198,13 @@ class Rename:
 Operation = Write | StrReplace | Insert | Delete | Rename
 
 
-def operation_from_dict(data: dict[str, Any]) -> Operation:
-    """Build an operation from its JSON form (``{"op": "write", "path": ..., ...}``)."""
+def operation_from_dict(data: dict[str, Any], index: int = 1) -> Operation:
+    """Build an operation from its JSON form (``{"op": "write", "path": ..., ...}``).
+
+    Unknown or missing fields and fields of the wrong type are :class:`InvalidInput` naming
+    the operation (``index``, 1-based, in a list) and the field — the checks REST's request
+    models make, so every surface refuses the same operations the same way.
+    """
     kinds: dict[str, type[Any]] = {
         "write": Write,
         "create": Write,
@@ -208,17 +214,32 @@ def operation_from_dict(data: dict[str, Any]) -> Operation:
         "rename": Rename,
     }
     kind = data.get("op")
-    if kind not in kinds:
+    if not isinstance(kind, str) or kind not in kinds:
         raise InvalidInput(
-            f"unknown operation {kind!r}: use one of {', '.join(kinds)}", operation=kind
+            f"operation {index}: unknown op {kind!r}: use one of {', '.join(kinds)}",
+            operation=index,
         )
     fields = {k: v for k, v in data.items() if k != "op"}
+    cls = kinds[kind]
+    known = {f.name: f for f in dataclasses.fields(cls) if f.name != "op"}
+    if kind == "create":
+        known.pop("if_absent")
+        known.pop("if_match")
+    unknown = sorted(str(k) for k in fields if k not in known)
+    required = [n for n, f in known.items() if f.default is dataclasses.MISSING]
+    absent = [n for n in required if n not in fields]
+    if unknown or absent:
+        problem = f"unknown fields {unknown}" if unknown else f"missing fields {absent}"
+        raise InvalidInput(
+            f"operation {index} ({kind}): {problem}; it takes {', '.join(required)} (required) and "
+            f"{', '.join(n for n in known if n not in required) or 'nothing else'}",
+            operation=index,
+        )
     if kind == "create":
         fields["if_absent"] = True
-    try:
-        op: Operation = kinds[kind](**fields)
-    except TypeError as exc:
-        raise InvalidInput(f"operation {kind!r}: {exc}", operation=kind) from None
+    from memdir.core.limits import check_operation  # limits builds on this module
+
+    op: Operation = check_operation(cls(**fields), index)
     return op
 
 

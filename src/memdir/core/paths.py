@@ -6,6 +6,21 @@ characters) characters, each at most 255 bytes of UTF-8, the whole at most 1,024
 Paths are case-sensitive. Non-NFC input is refused rather than silently normalised: a client
 that computed a path one way must find the file under that same string.
 
+Because a path is what people and models read to decide what a file is, characters that make
+two different paths look the same are refused too (never normalised, for the same reason):
+
+- line and paragraph separators (U+2028, U+2029) and every space but U+0020 (no-break and
+  ideographic spaces, ...);
+- default-ignorable characters that render as nothing (Hangul fillers U+3164 / U+FFA0 /
+  U+115F / U+1160, variation selectors, the combining grapheme joiner, ...);
+- the replacement character U+FFFD, the sign of text decoded with errors;
+- characters whose compatibility form (NFKC) is ASCII: fullwidth ``／`` ``Ａ``, ligatures,
+  superscript digits — write the ASCII character itself;
+- a word (a run of letters) mixing scripts that look alike (``pаypal.md`` with a Cyrillic
+  ``а``); a word's letters are from one script, or Latin with Han, Hiragana, Katakana,
+  Hangul or Bopomofo, as Japanese, Chinese and Korean names are written. Scripts are told
+  apart by the Unicode character name (``LATIN``, ``CYRILLIC``, ``GREEK``, ...).
+
 A path names a file or a directory, never both; that rule needs the store and lives in the
 service, but the helpers it uses (ancestors, the key range of a directory) live here.
 """
@@ -37,11 +52,85 @@ _FIX = "paths look like /projects/acme/conventions.md"
 
 # Most paths are plain ASCII: one regex proves them valid without the per-character checks.
 # Segments of printable ASCII other than '/', not made only of dots, at most 255 bytes.
+_WORDS = re.compile(r"[^\W\d_]+")
 _PLAIN = re.compile(r"(?:/(?!\.\.?(?:/|\Z))[\x20-\x2e\x30-\x7e]{1,255})+\Z")
+
+
+# Default_Ignorable_Code_Point (Unicode DerivedCoreProperties) not already Cc / Cf.
+_IGNORABLE = (
+    (0x034F, 0x034F), (0x115F, 0x1160), (0x17B4, 0x17B5), (0x180B, 0x180F), (0x2065, 0x2065),
+    (0x3164, 0x3164), (0xFE00, 0xFE0F), (0xFFA0, 0xFFA0), (0xFFF0, 0xFFF8),
+    (0x1BCA0, 0x1BCA3), (0xE0000, 0xE0FFF),
+)  # fmt: skip
+#: Slashes and backslashes that NFKC does not fold to ASCII but that look like one.
+_SLASHES = frozenset("\u2044\u2215\u2571\u29f8\u1735\u2216\u2572\u29f5\u29f9\ufe68")
+#: Scripts that may share a word, with or without Latin (as CJK names are written).
+_WITH_LATIN = ({"CJK", "HIRAGANA", "KATAKANA"}, {"CJK", "BOPOMOFO"}, {"CJK", "HANGUL"})
+#: Character-name prefixes that are not scripts (Common letters such as MODIFIER LETTER ...).
+_NOT_SCRIPTS = frozenset({"MODIFIER", "SMALL", "FULLWIDTH", "HALFWIDTH", "MATHEMATICAL"})
+#: Letters shared by several scripts (the prolonged sound mark ー), and display names.
+_COMMON = frozenset({"KATAKANA-HIRAGANA"})
+_SHOWN = {"CJK": "Han"}
 
 
 def _bad(path: str, why: str) -> InvalidPath:
     return InvalidPath(f"invalid path {path!r}: {why}; {_FIX}", path=path, reason=why)
+
+
+def _ignorable(code: int) -> bool:
+    return any(lo <= code <= hi for lo, hi in _IGNORABLE)
+
+
+def _look_alike(ch: str) -> str | None:
+    """Why ``ch`` (not printable ASCII) may not be in a path, or None if it may."""
+    category = unicodedata.category(ch)
+    code = ord(ch)
+    if category in ("Cc", "Cf", "Cs"):
+        return f"it contains the control or format character U+{code:04X}"
+    if category in ("Zl", "Zp"):
+        return f"it contains the line or paragraph separator U+{code:04X}"
+    if category == "Zs":
+        return f"it contains the space character U+{code:04X}; only ' ' (U+0020) is a space"
+    if _ignorable(code):
+        return f"it contains U+{code:04X}, a character that renders as nothing"
+    if code == 0xFFFD:
+        return "it contains U+FFFD, the replacement character of text decoded with errors"
+    if ch in _SLASHES:
+        return f"it contains U+{code:04X} {ch!r}, a look-alike of a slash"
+    folded = unicodedata.normalize("NFKC", ch)
+    if folded != ch and folded.isascii():
+        return f"it contains U+{code:04X} {ch!r}, a look-alike of {folded!r}; write {folded!r}"
+    return None
+
+
+def _script(ch: str) -> str | None:
+    """The script of a letter, from its Unicode name (None for a non-letter or Common)."""
+    if not unicodedata.category(ch).startswith("L"):
+        return None
+    words = unicodedata.name(ch, "").split()
+    while words and words[0] in _NOT_SCRIPTS:
+        words = words[1:]
+    return words[0] if words and words[0] not in _COMMON else None
+
+
+def _mixed_scripts(segment: str) -> str | None:
+    """Why a word (a run of letters and marks) of a segment mixes look-alike scripts, or None.
+
+    Words, not whole segments: ``привет.md`` is a Cyrillic word and a Latin extension.
+    """
+    for word in _WORDS.findall(segment):
+        scripts = {s for s in map(_script, word) if s is not None}
+        if len(scripts) < 2:
+            continue
+        rest = scripts - {"LATIN"}
+        if any(rest <= allowed for allowed in _WITH_LATIN):
+            continue  # e.g. Japanese: Han, Hiragana, Katakana (and Latin) together
+        names = " and ".join(sorted(_SHOWN.get(s, s.title()) for s in scripts))
+        return (
+            f"the word {word!r} mixes {names} letters, which can look alike; write each word "
+            "in one script"
+        )
+    return None
 
 
 def validate_path(path: str) -> str:
@@ -61,9 +150,10 @@ def validate_path(path: str) -> str:
     if len(encoded) > MAX_PATH_BYTES:
         raise _bad(path, f"it is {len(encoded)} bytes, over the limit of {MAX_PATH_BYTES}")
     for ch in path:
-        category = unicodedata.category(ch)
-        if category in ("Cc", "Cf", "Cs"):
-            raise _bad(path, f"it contains the control or format character U+{ord(ch):04X}")
+        if not (" " <= ch <= "~"):
+            why = _look_alike(ch)
+            if why is not None:
+                raise _bad(path, why)
     if unicodedata.normalize("NFC", path) != path:
         raise _bad(path, "it is not in Unicode NFC form; normalise it to NFC")
     for segment in path[1:].split("/"):
@@ -74,6 +164,10 @@ def validate_path(path: str) -> str:
         size = len(segment.encode("utf-8"))
         if size > MAX_SEGMENT_BYTES:
             raise _bad(path, f"a segment is {size} bytes, over the limit of {MAX_SEGMENT_BYTES}")
+        if not segment.isascii():
+            why = _mixed_scripts(segment)
+            if why is not None:
+                raise _bad(path, why)
     return path
 
 

@@ -223,8 +223,10 @@ def parse_policy(text: str) -> Policy:
     """Parse and validate a policy document; any error refuses the whole document."""
     import yaml
 
+    from memdir.core.yamlsafe import load_yaml
+
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         where = f" at line {mark.line + 1}" if mark is not None else ""

@@ -45,6 +45,9 @@ from memdir.principals import PrincipalInfo, TokenInfo
 from memdir.proposals import Proposal
 from memdir.sdk._local import LOCAL_URL, LocalApp, open_local
 from memdir.sdk._wire import Call, Plan, Sleep, backoff, from_json, single, whole_seconds
+from memdir.sdk._wire import fresh_key as _fresh_key
+from memdir.sdk._wire import json_body as _json
+from memdir.sdk._wire import parser as _parser
 from memdir.settings import Settings
 from memdir.transcripts.model import ImportReport, TranscriptInfo, TranscriptView
 
@@ -68,19 +71,6 @@ class PolicyText:
 
     text: str
     default: bool
-
-
-def _fresh_key() -> httpx.Headers:
-    """A new ``Idempotency-Key``: retries of the one request it travels in apply it once."""
-    return httpx.Headers({"Idempotency-Key": uuid.uuid4().hex})
-
-
-def _json(response: httpx.Response) -> Any:
-    return response.json()
-
-
-def _parser(kind: type[T]) -> Callable[[httpx.Response], T]:
-    return lambda response: cast(T, from_json(kind, response.json()))
 
 
 _commit = _parser(CommitResult)

@@ -17,8 +17,10 @@ import httpx
 
 from memdir.core.model import CommitResult
 from memdir.dreams import DreamRun
-from memdir.sdk._base import _BaseClient, _json, _parser
+from memdir.sdk._base import _BaseClient
 from memdir.sdk._wire import Call, Plan, from_json, single
+from memdir.sdk._wire import json_body as _json
+from memdir.sdk._wire import parser as _parser
 
 __all__ = ["DREAM_TIMEOUT"]
 

@@ -99,9 +99,7 @@ def open_local(
     if principal is not None and token is not None:
         raise InvalidInput("give principal= or token=, not both: a token names its principal")
     settings = Settings.load({"db": db})
-    service = LocalService(
-        Database(settings.db, create=create), max_file_bytes=settings.max_file_bytes
-    )
+    service = LocalService(Database(settings.db, create=create), **settings.service_limits())
     try:
         if create:
             service.create_store(OWNER, store, exist_ok=True)

@@ -16,9 +16,20 @@ import inspect
 import math
 import random
 import types
+import uuid
 from collections.abc import Callable, Generator
 from dataclasses import dataclass
-from typing import Any, Generic, Literal, TypeVar, Union, get_args, get_origin, get_type_hints
+from typing import (
+    Any,
+    Generic,
+    Literal,
+    TypeVar,
+    Union,
+    cast,
+    get_args,
+    get_origin,
+    get_type_hints,
+)
 
 import httpx
 
@@ -266,3 +277,17 @@ def whole_seconds(value: float | dt.timedelta | None) -> int | None:
     if isinstance(value, dt.timedelta):
         return max(1, round(value.total_seconds()))
     return None if value is None else max(1, round(value))
+
+
+def fresh_key() -> httpx.Headers:
+    """A new ``Idempotency-Key``: retries of the one request it travels in apply it once."""
+    return httpx.Headers({"Idempotency-Key": uuid.uuid4().hex})
+
+
+def json_body(response: httpx.Response) -> Any:
+    return response.json()
+
+
+def parser(kind: type[T]) -> Callable[[httpx.Response], T]:
+    """A response parser into ``kind`` (see :func:`from_json`)."""
+    return lambda response: cast(T, from_json(kind, response.json()))

@@ -20,6 +20,7 @@ Event keys: ``m<message index>:<block index>`` within the session.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -42,6 +43,10 @@ _BLOCKS = (
     "text", "tool_use", "tool_result", "thinking", "redacted_thinking", "image", "document",
     "server_tool_use", "web_search_tool_result", "mcp_tool_use", "mcp_tool_result",
 )  # fmt: skip
+
+
+#: Content blocks only the Anthropic Messages format has.
+_BLOCK_HINT = re.compile(r'"type"\s*:\s*"(?:tool_use|tool_result|thinking|redacted_thinking)"')
 
 
 def _anthropic_message(value: Any) -> bool:
@@ -73,7 +78,11 @@ class AnthropicImporter:
                 return 0.0
             return 0.8 if listy or "system" in first else 0.55
         if all(_anthropic_message(r) for r in records):
-            return 0.8 if any(isinstance(r.get("content"), list) for r in records) else 0.55
+            if any(isinstance(r.get("content"), list) for r in records):
+                return 0.8
+            # Plain-text messages fit other chat formats too; Anthropic content blocks further
+            # on in the head (a truncated file's last, partial element included) decide it.
+            return 0.8 if _BLOCK_HINT.search(sample.text) else 0.55
         return 0.0
 
     def parse(self, source: Source, shape: str, ctx: ParseContext) -> Iterator[Transcript]:

@@ -113,6 +113,11 @@ class GenericImporter:
             ctx.skip(source, line, "'session_id' and 'format' must be non-empty strings; the "
                      "transcript is skipped")  # fmt: skip
             return None
+        version = value.get("version", FORMAT_VERSION)
+        if version != FORMAT_VERSION or isinstance(version, bool):
+            ctx.warn(source, line, f"generic format version {version!r:.40} is unknown (this "
+                     f"memdir reads version {FORMAT_VERSION}); read as version "
+                     f"{FORMAT_VERSION} — check the result")  # fmt: skip
         builder = TranscriptBuilder(fmt, session, origin=source.name, line=line)
         try:
             apply_envelope(builder, value)

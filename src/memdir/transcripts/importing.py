@@ -33,7 +33,10 @@ def read_source(
 ) -> Iterator[Transcript]:
     """The transcripts in ``source``; problems go to ``ctx`` (nothing here raises for bad input).
 
-    ``format`` names the importer; without it the format is detected from the file's head.
+    ``format`` names the importer; without it the format is detected from the file's head. A
+    file in which the importer finds no events at all yields nothing: it is reported in
+    ``ctx.skipped`` naming the importer tried, so a file no importer understands imports
+    nothing (empty sessions beside sessions with events are kept).
     """
     importer = registry.get(format) if format is not None else None
     try:
@@ -46,8 +49,23 @@ def read_source(
     if importer is None:
         ctx.skip(source, None, unrecognised(found))
         return
+    how = "as asked with --format" if format is not None else "detected"
+    held: list[Transcript] = []  # empty sessions, kept only if the file has events elsewhere
+    useful = False
     try:
-        yield from importer.parse(source, found.shape, ctx)
+        for transcript in importer.parse(source, found.shape, ctx):
+            if not transcript.events and not useful:
+                held.append(transcript)
+                continue
+            if not useful:
+                useful = True
+                yield from held
+                held.clear()
+            yield transcript
+        if held:  # a format that recognises nothing useful must not store empty sessions
+            ctx.skip(source, None, f"the {importer.name} importer ({how}) found no events in "
+                     f"it ({len(held)} empty session{'s' if len(held) != 1 else ''}); nothing "
+                     "is imported — pass --format if the file is in another format")  # fmt: skip
     except OSError as exc:
         ctx.skip(source, None, f"cannot read: {exc.strerror or exc}; the rest is skipped")
     except (ValueError, TypeError, KeyError, AttributeError, RecursionError) as exc:

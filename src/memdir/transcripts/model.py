@@ -186,6 +186,8 @@ class ImportReport:
     skipped: list[Problem] = field(default_factory=list)
     failed: list[Problem] = field(default_factory=list)
     transcripts: list[ImportedTranscript] = field(default_factory=list)
+    #: imported anyway, but worth checking (e.g. an unknown generic format version)
+    warnings: list[Problem] = field(default_factory=list)
 
     @property
     def skipped_records(self) -> int:

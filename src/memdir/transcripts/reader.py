@@ -111,6 +111,8 @@ class ParseContext:
     cleaner: Callable[[Any], Any] | None = None
     redaction_total: Callable[[], int] = lambda: 0
     skipped: list[Problem] = field(default_factory=list)
+    #: imported, but worth a look (an unknown format version, ...)
+    warnings: list[Problem] = field(default_factory=list)
     ignored: int = 0
     last_redactions: int = 0
     progress: Callable[[int], None] | None = None
@@ -125,6 +127,10 @@ class ParseContext:
 
     def skip(self, source: Source, line: int | None, reason: str) -> None:
         self.skipped.append(Problem(source.name, line, reason))
+
+    def warn(self, source: Source, line: int | None, reason: str) -> None:
+        """Report something imported anyway that the caller should check."""
+        self.warnings.append(Problem(source.name, line, reason))
 
     def advance(self, nbytes: int) -> None:
         if self.progress is not None and nbytes:

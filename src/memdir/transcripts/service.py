@@ -34,7 +34,7 @@ import sqlalchemy as sa
 
 from memdir.access import TRANSCRIPTS, Access, database_check
 from memdir.base import ServiceBase
-from memdir.core.errors import Forbidden, InvalidInput, MemdirError, NotFound
+from memdir.core.errors import Forbidden, InvalidInput, LimitExceeded, MemdirError, NotFound
 from memdir.core.model import Principal
 from memdir.core.paths import validate_path
 from memdir.storage.repository import Repository
@@ -134,13 +134,24 @@ class TranscriptsMixin(ServiceBase):
 
         ``format`` forces an importer (else detected per source); ``labels`` set scope labels
         and tags on every new transcript, over the source's own; ``progress`` is called with
-        byte counts as input is read. Secrets are redacted by ``redactor`` (default: the
-        guard's secret detectors).
+        byte counts as input is read. A source over ``max_transcript_bytes`` is refused
+        (:class:`LimitExceeded`) before anything is read. Secrets are redacted by
+        ``redactor`` (default: the guard's secret detectors).
         """
         for kind in SCOPE_LABELS:
             value = getattr(labels, kind, None) if labels else None
             if value is not None:
                 validate_label(kind, value)
+        sources = list(sources)
+        for source in sources:  # every file within the limit before any is read
+            if source.size is not None and source.size > self.max_transcript_bytes:
+                raise LimitExceeded(
+                    f"transcript {source.name} is {source.size} bytes, over the limit of "
+                    f"{self.max_transcript_bytes}; split it or raise MEMDIR_MAX_TRANSCRIPT_BYTES",
+                    file=source.name,
+                    size=source.size,
+                    limit=self.max_transcript_bytes,
+                )
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             self._writable_store(row)
@@ -164,6 +175,7 @@ class TranscriptsMixin(ServiceBase):
                     batch, events = [], 0
         self._import_batch(principal, row.id, access, batch, labels, report)
         report.skipped.extend(ctx.skipped)
+        report.warnings.extend(ctx.warnings)
         report.ignored_records = ctx.ignored
         report.redactions = redactor.total - before_total  # a redactor may be reused
         report.redactions_by_rule = {

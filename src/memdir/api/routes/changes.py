@@ -23,6 +23,7 @@ from starlette.concurrency import run_in_threadpool
 from memdir.api.deps import Caller, Ctx, StoreName, dump_json, render, v1_router
 from memdir.api.models import ChangesPage
 from memdir.core.errors import InvalidInput, MemdirError
+from memdir.core.limits import MAX_INT64
 from memdir.core.model import ChangeBatch, ChangeEvent
 
 __all__ = ["router"]
@@ -33,7 +34,7 @@ POLL_SECONDS = 0.1
 HEARTBEAT_SECONDS = 15.0
 STREAM_BATCH = 100
 
-After = Annotated[int, Query(ge=0, description="Events after this store revision.")]
+After = Annotated[int, Query(ge=0, le=MAX_INT64, description="Events after this store revision.")]
 
 
 def _page(batch: ChangeBatch) -> dict[str, Any]:
@@ -49,7 +50,7 @@ def _page(batch: ChangeBatch) -> dict[str, Any]:
 def _start(after: int, cursor: str | None) -> int:
     if cursor is None:
         return after
-    if not cursor.isdigit():
+    if not (cursor.isascii() and cursor.isdigit()) or int(cursor) > MAX_INT64:
         raise InvalidInput(f"invalid cursor {cursor[:40]!r}: pass back next_cursor unchanged")
     return int(cursor)
 
@@ -105,7 +106,9 @@ async def stream(
     last_event_id: Annotated[str | None, Header(alias="Last-Event-ID")] = None,
 ) -> StreamingResponse:
     """Follow the feed: past events after ``after`` (or ``Last-Event-ID``), then new ones."""
-    start = int(last_event_id) if last_event_id and last_event_id.isdigit() else after
+    start = after
+    if last_event_id and last_event_id.isascii() and last_event_id.isdigit():
+        start = min(int(last_event_id), MAX_INT64)
     first = await ctx.call(ctx.service.changes, store, after=start, limit=STREAM_BATCH)
     return StreamingResponse(
         _events(ctx, request, store, first),

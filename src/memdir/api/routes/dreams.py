@@ -28,6 +28,7 @@ from memdir.api.deps import (
     v1_router,
 )
 from memdir.api.models import Page
+from memdir.core.limits import MAX_INT64
 from memdir.dreams import DreamConfig, DreamRun
 
 __all__ = ["router"]
@@ -49,17 +50,19 @@ class DreamBody(BaseModel):
     agent: str | None = Field(None, max_length=200)
     project: str | None = Field(None, max_length=200)
     outcome: Literal["success", "failure", "unknown"] | None = None
-    limit: int | None = Field(None, ge=1, description="Read at most this many sessions.")
+    limit: int | None = Field(
+        None, ge=1, le=MAX_INT64, description="Read at most this many sessions."
+    )
     model: str = Field(
         "offline",
         max_length=500,
         description="offline | anthropic:<model> | openai:<model>@<base_url> | fake",
     )
     instructions: str | None = Field(None, max_length=65536, description="Steering text.")
-    budget_tokens: int | None = Field(None, ge=1)
+    budget_tokens: int | None = Field(None, ge=1, le=MAX_INT64)
     budget_usd: float | None = Field(None, ge=0)
     batches: bool = False
-    min_sessions: int = Field(5, ge=1)
+    min_sessions: int = Field(5, ge=1, le=MAX_INT64)
     min_prevalence: float = Field(0.02, ge=0, le=1)
     miners: list[str] | None = None
     dry_run: bool = False

@@ -42,6 +42,7 @@ from memdir.api.models import (
 )
 from memdir.core.content import decode_content
 from memdir.core.errors import ContentTooLarge, InvalidInput
+from memdir.core.limits import MAX_INT64
 from memdir.core.model import CommitResult, FileView
 from memdir.history import RedactionPlan
 
@@ -118,7 +119,9 @@ async def read_file(
     request: Request,
     store: StoreName,
     path: FilePath,
-    version: Annotated[int | None, Query(ge=1, description="Read this version.")] = None,
+    version: Annotated[
+        int | None, Query(ge=1, le=MAX_INT64, description="Read this version.")
+    ] = None,
     lines: Annotated[
         str | None, Query(pattern=r"^\d{1,9}(-\d{0,9})?$", description="N, N-M or N- (1-based).")
     ] = None,

@@ -24,6 +24,7 @@ from memdir.api.deps import (
 )
 from memdir.api.errors import ErrorEnvelope
 from memdir.api.models import CommitBody, DiffView, Page, ProvenanceFields
+from memdir.core.limits import MAX_INT64
 from memdir.core.model import CommitInfo, CommitResult, VersionInfo, operation_from_dict
 
 __all__ = ["router"]
@@ -100,8 +101,10 @@ async def diff(
     ctx: Ctx,
     store: StoreName,
     path: FilePath,
-    a: Annotated[int, Query(ge=1, description="From this version.")],
-    b: Annotated[int | None, Query(ge=1, description="To this version (default: now).")] = None,
+    a: Annotated[int, Query(ge=1, le=MAX_INT64, description="From this version.")],
+    b: Annotated[
+        int | None, Query(ge=1, le=MAX_INT64, description="To this version (default: now).")
+    ] = None,
 ) -> Response:
     """A unified diff of a file from version ``a`` to version ``b``."""
     text = await ctx.call(ctx.service.diff, store, "/" + path, a, b)

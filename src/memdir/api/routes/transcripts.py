@@ -17,7 +17,7 @@ from starlette.concurrency import run_in_threadpool
 
 from memdir.api.deps import Ctx, Cursor, Limit, StoreName, render, v1_router
 from memdir.api.models import Page, TranscriptImportSummary
-from memdir.core.errors import ContentTooLarge, InvalidInput
+from memdir.core.errors import InvalidInput
 from memdir.transcripts.model import ImportReport, Labels, TranscriptInfo
 
 __all__ = ["router"]
@@ -26,8 +26,6 @@ router = v1_router("transcripts")
 
 ALL = "/stores/{store}/transcripts"
 ONE = ALL + "/{transcript_id}"
-#: The largest session body accepted by ``POST`` (a long Claude Code session is a few MB).
-MAX_BODY_BYTES = 256 << 20
 
 _RAW_BODY: dict[str, Any] = {
     "requestBody": {
@@ -44,27 +42,15 @@ Label = Annotated[str | None, Query(max_length=200)]
 
 
 async def _body(request: Request) -> bytes:
-    declared = request.headers.get("content-length", "")
-    if declared.isdigit() and int(declared) > MAX_BODY_BYTES:
-        raise ContentTooLarge(
-            f"transcript is {declared} bytes, over the limit of {MAX_BODY_BYTES}",
-            size=int(declared), limit=MAX_BODY_BYTES,
-        )  # fmt: skip
-    chunks, size = [], 0
-    async for chunk in request.stream():
-        size += len(chunk)
-        if size > MAX_BODY_BYTES:
-            raise ContentTooLarge(
-                f"transcript is over the limit of {MAX_BODY_BYTES} bytes", limit=MAX_BODY_BYTES
-            )
-        chunks.append(chunk)
-    return b"".join(chunks)
+    """The body; its size limit (``max_transcript_bytes``) is the bounds middleware's."""
+    return await request.body()
 
 
 def _summary(report: ImportReport) -> dict[str, Any]:
     data = asdict(report)
     data["skipped"] = [asdict(p) for p in report.skipped]
     data["failed"] = [asdict(p) for p in report.failed]
+    data["warnings"] = [asdict(p) for p in report.warnings]
     data["skipped_records"] = len(report.skipped)
     return data
 
