@@ -12,7 +12,7 @@ Rights the model grants (the rules the product promises after issue 11):
 - database-wide administration (principals, tokens, every dream run): the ``admins`` group with
   a token that is not narrowed (or keeps ``admin`` on ``/**``);
 - a transcript: ``read`` on ``<dir>/*`` for every directory its scope labels name; an
-  unlabelled one for administrators only.
+  unlabelled one for administrators whose token allows `read` on `/.memdir/db/transcripts`.
 
 Canaries are 16 lowercase ASCII letters: they survive the product's case folding and its
 masking of digits, hex runs, quoted values and paths (``dream.miners.signature.mask``), and
@@ -215,7 +215,14 @@ SCOPE_DIRS = {"project": "/projects/", "user": "/users/", "agent": "/agents/", "
 
 def transcript_readable(policy: PolicyModel, actor: Actor, labels: dict[str, str]) -> bool:
     if not labels:
-        return is_db_admin(actor)
+        # Database-wide like any administration, but the action asked is ``read``: an
+        # administrator's read-only token reads them (as it reads every file), an ``/org/**``
+        # one does not (its globs do not reach /.memdir/db/transcripts).
+        if "admins" not in actor.groups:
+            return False
+        if actor.token_paths is None:
+            return True
+        return "/**" in actor.token_paths and "read" in (actor.token_actions or ())
     return all(policy.may(actor, "read", SCOPE_DIRS[k] + v + "/*") for k, v in labels.items())
 
 

@@ -49,7 +49,6 @@ LEAKS_ON_MAIN = pytest.mark.xfail(
 )
 
 
-@LEAKS_ON_MAIN
 def test_no_operation_leaks_or_writes_beyond_rights(
     tmp_path_factory: pytest.TempPathFactory,
 ) -> None:
