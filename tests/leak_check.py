@@ -69,6 +69,15 @@ class Oracle:
         self.shas: dict[str, set[str]] = {}  # a version's sha256 -> the canaries it hashes
         for name in [*world.projects, *world.tasks]:
             self.k.add(name, Source("admin"))
+        # A store's name: database readers see every store, others those they read a file in.
+        name = world.second_store[1:]  # the canary in the name ("x" + canary)
+        self.k.add(name, Source("dbread"))
+        second = self._rows(
+            sa.select(heads.c.path).join(stores, stores.c.id == heads.c.store_id)
+            .where(stores.c.name == world.second_store)
+        )  # fmt: skip
+        for row in second:
+            self.k.add(name, Source("path", store=world.second_store, key=row.path))
         for actor in world.actors.values():
             own = " ".join([*actor.projects, *actor.tasks, *(actor.token_paths or ())])
             self.k.add_all(world.canaries.found_in(own), Source("actor", key=actor.id))

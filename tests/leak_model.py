@@ -213,16 +213,20 @@ def is_db_admin(actor: Actor) -> bool:
 SCOPE_DIRS = {"project": "/projects/", "user": "/users/", "agent": "/agents/", "task": "/tasks/"}
 
 
+def is_db_reader(actor: Actor) -> bool:
+    """Reading database-wide resources (every store's name, unlabelled transcripts): an
+    administrator whose token allows ``read`` there — a read-only ``/**`` token does, as it
+    reads every file; an ``/org/**`` one does not (its globs do not reach ``/.memdir/db/``)."""
+    if "admins" not in actor.groups:
+        return False
+    if actor.token_paths is None:
+        return True
+    return "/**" in actor.token_paths and "read" in (actor.token_actions or ())
+
+
 def transcript_readable(policy: PolicyModel, actor: Actor, labels: dict[str, str]) -> bool:
     if not labels:
-        # Database-wide like any administration, but the action asked is ``read``: an
-        # administrator's read-only token reads them (as it reads every file), an ``/org/**``
-        # one does not (its globs do not reach /.memdir/db/transcripts).
-        if "admins" not in actor.groups:
-            return False
-        if actor.token_paths is None:
-            return True
-        return "/**" in actor.token_paths and "read" in (actor.token_actions or ())
+        return is_db_reader(actor)
     return all(policy.may(actor, "read", SCOPE_DIRS[k] + v + "/*") for k, v in labels.items())
 
 
@@ -234,7 +238,8 @@ class Source:
     """One place a canary lives; a caller may see the canary if it may see any of its sources.
 
     kind: ``path`` (store, path) readable; ``transcript`` (index) readable; ``proposal`` (its
-    paths) all readable; ``admin``: database administrators; ``actor`` (id): that principal.
+    paths) all readable; ``admin``: database administrators; ``dbread``: administrators whose
+    token reads database-wide resources; ``actor`` (id): that principal.
     """
 
     kind: str
@@ -269,6 +274,8 @@ class Knowledge:
             return all(policy.may(actor, "read", p) for p in source.paths)
         if source.kind == "admin":
             return is_db_admin(actor)
+        if source.kind == "dbread":
+            return is_db_reader(actor)
         return source.kind == "actor" and source.key == actor.id
 
     def allowed(self, actor: Actor, canary: str) -> bool:

@@ -300,7 +300,9 @@ def reshuffle(world: World, surfaces: Any) -> None:
     """The owner re-registers a principal without one of its projects (same token scope):
     what it wrote or proposed there it may no longer see."""
     authors = {r.author for r in world.rows(sa.select(proposals.c.author))}
-    candidates = [a for _, a in sorted(world.actors.items()) if a.projects and a.id != "user:root"]
+    registered = {p.id for p in world.svc.list_principals(OWNER)}  # a call may have removed one
+    candidates = [a for _, a in sorted(world.actors.items())
+                  if a.projects and a.id != "user:root" and a.id in registered]  # fmt: skip
     if not candidates:
         return
     # authors first: what they proposed is what they must stop seeing

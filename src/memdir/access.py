@@ -193,15 +193,6 @@ class Access:
             prefixes = intersect_prefixes(prefixes, [literal_prefix(p) for p in scope.paths])
         return prefixes
 
-    def reads_anywhere(self) -> bool:
-        """Whether the policy and the token let the principal read some path of the store."""
-        if self.policy is None:
-            return True
-        scope = self.principal.scope
-        if scope is not None and "read" not in scope.actions:
-            return False
-        return self.policy.grants_anywhere(self.principal, "read")
-
     def allowed(self, action: str, path: str) -> bool:
         return self.check(action, path).allowed
 

@@ -142,9 +142,22 @@ def revision_of(operations: Any, findings: Any) -> str:
 
 def visible(row: Row, access: Access) -> bool:
     """May ``access.principal`` see this proposal? Read on every path it touches, by the
-    rights it has now — or, for its author, propose on a path it may not read."""
+    rights it has now — or, for its author, propose on a path it may not read.
+
+    A dream's proposal is derived from transcripts, so its viewer must also read, now and
+    through its token, every transcript its evidence names: placement at run time checked
+    the readers registered then by the policy alone, and a narrowed token or a later change
+    of rights must not reveal text drawn from sessions the viewer may not read."""
     mine = row.author == access.principal.id
-    return all(access.can_read(p) or (mine and access.allowed("propose", p)) for p in row.paths)
+    if not all(access.can_read(p) or (mine and access.allowed("propose", p)) for p in row.paths):
+        return False
+    if row.origin != "dream" or not isinstance(row.evidence, list):
+        return True
+    return all(
+        transcript_allowed(access, item.get("scopes") or {}, "read")
+        for item in row.evidence
+        if isinstance(item, dict) and "transcript_id" in item
+    )
 
 
 def _visible_ops(operations: Sequence[dict[str, Any]], access: Access | None) -> tuple[Any, ...]:

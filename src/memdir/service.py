@@ -16,7 +16,7 @@ from collections.abc import Iterator, Sequence
 from dataclasses import asdict
 from typing import Any
 
-from memdir.access import STORES, Access, missing
+from memdir.access import STORES, Access, database_check, missing
 from memdir.base import unknown_store
 from memdir.core.edits import line_slice
 from memdir.core.errors import Conflict, NotFound, Proposed
@@ -86,30 +86,36 @@ class MemoryService(
             return self._store_info(repo, name)
 
     def list_stores(self, principal: Principal) -> list[StoreInfo]:
-        """The stores the principal may read something in, by name; an administrator sees
-        every store. ``files`` counts the live files the principal may read."""
+        """The stores the principal may read a file in, by name; a database administrator
+        (``read`` on ``/.memdir/db/stores``) sees every store. ``files`` counts the live files
+        the principal may read, for administrators too (a deny rule binds them as well).
+
+        A store is not listed merely because its policy would let the caller read somewhere:
+        under the default policy everyone reads ``/org/``, which would show every store's name
+        to everyone."""
+        every = database_check(principal, "read", STORES).allowed
         with self.db.read() as repo:
-            if self._is_admin(principal):
-                return [self._store_row_info(r) for r in repo.stores()]
-            found = [self._visible_store(repo, r, principal) for r in repo.stores()]
+            found = [self._visible_store(repo, r, principal, every) for r in repo.stores()]
             return [info for info in found if info is not None]
 
     def store_info(self, principal: Principal, name: str) -> StoreInfo:
         """One store as :meth:`list_stores` shows it; unknown if the principal may read
         nothing in it (the same error as a store that does not exist)."""
+        every = database_check(principal, "read", STORES).allowed
         with self.db.read() as repo:
-            if self._is_admin(principal):
-                return self._store_info(repo, name)
-            info = self._visible_store(repo, self._store_row(repo, name), principal)
+            info = self._visible_store(repo, self._store_row(repo, name), principal, every)
             if info is None:
                 raise unknown_store(name)
             return info
 
-    def _visible_store(self, repo: Repository, row: Row, principal: Principal) -> StoreInfo | None:
-        """The store as ``principal`` may see it, or None when it may read nothing there."""
+    def _visible_store(
+        self, repo: Repository, row: Row, principal: Principal, every: bool
+    ) -> StoreInfo | None:
+        """The store as ``principal`` may see it, or None when it may read no file there
+        (and is not an administrator, who sees every store)."""
         access = self._access(repo, row.id, principal)
         files = sum(1 for h in repo.heads_under(row.id, "/") if access.can_read(h.path))
-        if not files and not access.reads_anywhere():
+        if not files and not every:
             return None
         return StoreInfo(
             name=row.name,
@@ -145,16 +151,6 @@ class MemoryService(
             created_at=aware(row.created_at),
             archived_at=aware(row.archived_at) if row.archived_at else None,
             files=repo.count_heads(row.id),
-        )
-
-    @staticmethod
-    def _store_row_info(row: Row) -> StoreInfo:
-        return StoreInfo(
-            name=row.name,
-            revision=row.revision,
-            created_at=aware(row.created_at),
-            archived_at=aware(row.archived_at) if row.archived_at else None,
-            files=row.files,
         )
 
     # --- writes ---------------------------------------------------------------------------

@@ -352,17 +352,6 @@ class CompiledPolicy:
         if path != "/":
             yield from rules.by_prefix.get(path, ())
 
-    def grants_anywhere(self, principal: Principal, action: str) -> bool:
-        """Whether some allow rule gives ``principal`` ``action`` on some path (deny rules
-        aside): the principal has a place in the store, even if nothing is there yet."""
-        if principal.is_owner:
-            return True
-        return any(
-            action in c.granted and c.rule.effect == "allow"
-            for compiled in self._rules_for(principal).by_prefix.values()
-            for c in compiled
-        )
-
     def check(self, principal: Principal, action: str, path: str) -> Decision:
         """May ``principal`` do ``action`` on ``path``? Deny wins; no allow means deny."""
 
