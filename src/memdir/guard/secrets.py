@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -168,6 +169,89 @@ def _windows(doc: Document, spec: SecretPattern) -> list[tuple[int, int]]:
     return merged
 
 
+#: Literals that start a key of a one-token format (lowercase): a line ending in a token that
+#: holds one may continue the key on the next line.
+SPLIT_PREFIXES: Final = (
+    "akia", "asia", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "glpat-", "sk-",
+    "sk_live_", "rk_live_", "xox", "aiza", "sg.", "eyj", "accountkey=", "secret_access_key=",
+    "pypi-",
+)  # fmt: skip
+#: Generic rules are not asked about joined pieces: any two words joined look like one.
+_SPLIT_EXCLUDED: Final = _ENTROPY_RULES | {"secret.keyword-assignment", "secret.password-value"}
+_TOKEN_CHARS: Final = frozenset(string.ascii_letters + string.digits + "+/=_-.")
+#: What may sit between two pieces of a wrapped key: a closing quote, ``+`` or ``\\`` (string
+#: concatenation, shell continuation), the line break, indentation and an opening quote.
+_JOIN: Final = re.compile(r"[\"']?[ \t]*[+\\]?[ \t]*\r?\n[ \t]*[+]?[ \t]*[\"']?")
+#: At most this many lines are joined into one candidate, of at most this many characters.
+_SPLIT_LINES: Final = 6
+_SPLIT_CHARS: Final = 400
+
+
+def _split_candidates(doc: Document) -> Iterator[tuple[str, list[tuple[int, int, int]]]]:
+    """(joined text, pieces) for each token holding a :data:`SPLIT_PREFIXES` literal that runs
+    to the end of its line and continues on the next.
+
+    A piece is (start in the content, end in the content, end in the joined text). Cost: one
+    substring test per prefix on a text without any; a few slices per occurrence otherwise.
+    """
+    content, lowered = doc.content, doc.lowered
+    if len(lowered) != len(content):
+        return
+    seen: set[int] = set()
+    for prefix in SPLIT_PREFIXES:
+        if not doc.has(prefix):
+            continue
+        pos = lowered.find(prefix)
+        while pos != -1:
+            start = pos
+            while start > 0 and content[start - 1] in _TOKEN_CHARS and pos - start < 8:
+                start -= 1
+            end = pos + len(prefix)
+            while end < len(content) and content[end] in _TOKEN_CHARS:
+                end += 1
+            if start not in seen:
+                seen.add(start)
+                found = _continue(content, start, end)
+                if found is not None:
+                    yield found
+            pos = lowered.find(prefix, end)
+
+
+def _continue(content: str, start: int, end: int) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """The pieces of a token starting at ``start`` (first piece ending at ``end``) that goes on
+    over the next lines, or None if it stops at its own line."""
+    pieces = [(start, end, end - start)]
+    parts = [content[start:end]]
+    total = end - start
+    for _ in range(_SPLIT_LINES - 1):
+        join = _JOIN.match(content, end)
+        if join is None or total >= _SPLIT_CHARS:
+            break
+        nxt = join.end()
+        stop = nxt
+        while stop < len(content) and content[stop] in _TOKEN_CHARS:
+            stop += 1
+        if stop - nxt < 2:
+            break
+        total += stop - nxt
+        parts.append(content[nxt:stop])
+        pieces.append((nxt, stop, total))
+        end = stop
+    if len(pieces) == 1:
+        return None
+    return "".join(parts), pieces
+
+
+def _unjoin(pieces: list[tuple[int, int, int]], offset: int) -> int:
+    """The content offset of joined-text ``offset``."""
+    joined_start = 0
+    for start, _end, joined_end in pieces:
+        if offset < joined_end:
+            return start + offset - joined_start
+        joined_start = joined_end
+    return pieces[-1][1]
+
+
 @dataclass(frozen=True)
 class _Hit:
     rule: str
@@ -227,6 +311,8 @@ class SecretsDetector:
     def scan(self, doc: Document) -> list[Finding]:
         hits = list(self._hand_hits(doc))
         hits.extend(self._plugin_hits(doc))
+        if "\n" in doc.content:
+            hits.extend(self._split_hits(doc))
         kept: list[_Hit] = []
         for hit in sorted(hits, key=lambda h: (-h.priority, h.start - h.end, h.start)):
             if all(hit.end <= k.start or hit.start >= k.end for k in kept):
@@ -247,6 +333,20 @@ class SecretsDetector:
                 )
             )
         return findings
+
+    def _split_hits(self, doc: Document) -> Iterator[_Hit]:
+        """Keys of a known format wrapped over several lines (see :func:`_split_candidates`):
+        the joined pieces are screened; a secret that spans a join is reported over the
+        original text, from its first piece to its last (line breaks included)."""
+        for joined, pieces in _split_candidates(doc):
+            inner = Document(content=joined, path=doc.path)
+            first_end = pieces[0][2]
+            for hit in (*self._hand_hits(inner), *self._plugin_hits(inner)):
+                if hit.end <= first_end or hit.rule in _SPLIT_EXCLUDED:
+                    continue
+                start, end = _unjoin(pieces, hit.start), _unjoin(pieces, hit.end - 1) + 1
+                label = f"{hit.label} split across lines"
+                yield _Hit(hit.rule, label, hit.priority, start, end, start, end)
 
     def _hand_hits(self, doc: Document) -> Iterator[_Hit]:
         for spec in self._patterns:
