@@ -274,7 +274,7 @@ class ProposalsMixin(ServiceBase):
         """Queue ``operations`` for review (needs ``propose`` on every path they touch)."""
         if not operations:
             raise InvalidInput("a proposal needs at least one operation")
-        found = self._screen_ops(operations, provenance)
+        found = self._screen_ops(operations, provenance, rationale=rationale, evidence=evidence)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
             self._writable_store(row)

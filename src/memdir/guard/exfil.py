@@ -56,14 +56,12 @@ _TEMPLATE: Final = re.compile(
     rf"|%7B%7B?[\w.-]*{_SENSITIVE}[\w.-]*%7D",
     re.IGNORECASE,
 )
-_SENSITIVE_NAME: Final = re.compile(
-    rf"{_SENSITIVE}|^(?:d|p|pw|msg|body|b64|enc)$", re.IGNORECASE
-)
+_SENSITIVE_NAME: Final = re.compile(rf"{_SENSITIVE}|^(?:d|p|pw|msg|body|b64|enc)$", re.IGNORECASE)
 #: Parameter names that carry a secret in any link, not only an image.
 _SECRET_NAME: Final = re.compile(r"passw|^pwd$|^pw$|secret|^ssn$", re.IGNORECASE)
 _IMG_SRC: Final = re.compile(r"<img\b[^>]*\bsrc\s*=\s*[\"']?$", re.IGNORECASE)
 _B64_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
-_B64_SEGMENT: Final = re.compile(r"[A-Za-z0-9+/_-]{16,}={0,2}")
+_B64_SEGMENT: Final = re.compile(r"[A-Za-z0-9+_-]{16,}={0,2}")
 _HEX_RUN: Final = re.compile(r"[0-9a-fA-F]{32,}")
 
 
@@ -93,10 +91,11 @@ class ExfilLinkDetector:
         if "://" not in doc.content:
             return []
         findings: list[Finding] = []
+        html = "<img" in doc.lowered if "<" in doc.content else False
         for match in _URL.finditer(doc.content):
             url = match.group().rstrip(".,;:!?")
             start, end = match.start(), match.start() + len(url)
-            image = self._is_image(doc.content, start)
+            image = self._is_image(doc.content, start, html)
             kind = "markdown image" if image else "link"
             template = None
             if any(c in url for c in _TEMPLATE_CHARS):
@@ -141,10 +140,12 @@ class ExfilLinkDetector:
         return findings
 
     @staticmethod
-    def _is_image(content: str, start: int) -> bool:
-        """Is the URL at ``start`` the target of a markdown image ``![alt](url)`` or of an
-        HTML ``<img src=...>``?"""
+    def _is_image(content: str, start: int, html: bool) -> bool:
+        """Is the URL at ``start`` the target of a markdown image ``![alt](url)`` or (with
+        ``html``: the text holds ``<img``) of an HTML ``<img src=...>``?"""
         if not content[max(0, start - 8) : start].rstrip().endswith(("(", "(<")):
+            if not html:
+                return False
             before = content[max(0, start - 200) : start]
             return "<img" in before.lower() and _IMG_SRC.search(before) is not None
         bang = content.rfind("![", max(0, start - 300), start)
@@ -153,24 +154,28 @@ class ExfilLinkDetector:
     @staticmethod
     def _path_problem(url: str, image: bool) -> str | None:
         """What data the URL's path carries, or None (see the module doc)."""
-        rest = url.split("://", 1)[-1]
-        slash = rest.find("/")
+        slash = url.find("/", url.find("://") + 3)
         if slash < 0:
             return None
-        path = rest[slash:].split("?", 1)[0].split("#", 1)[0]
-        if len(path) < 17 and "%" not in path:
-            return None
-        for segment in path.split("/"):
-            for match in _B64_SEGMENT.finditer(segment):
-                text = decoded_words(match.group())
-                if text is None and all(c in string.hexdigits for c in match.group()):
-                    text = _hex_words(match.group())
-                if text is not None:
-                    return f"encoded text ({len(text.split())} words)"
-            if image and "%" in segment:
+        end = url.find("?", slash)
+        if end < 0:
+            end = len(url)
+        hash_at = url.find("#", slash, end)
+        path = url[slash : hash_at if hash_at >= 0 else end]
+        if image and "%" in path:
+            for segment in path.split("/"):
                 words = unquote(segment).split()
                 if len(words) >= 6:
                     return f"{len(words)} words of percent-encoded text"
+        if len(path) < 17:
+            return None
+        for match in _B64_SEGMENT.finditer(path):
+            run = match.group()
+            text = decoded_words(run)
+            if text is None and _HEX_RUN.fullmatch(run):
+                text = _hex_words(run)
+            if text is not None:
+                return f"encoded text ({len(text.split())} words)"
         return None
 
     @staticmethod
@@ -192,10 +197,12 @@ class ExfilLinkDetector:
                 return found
             if not value:
                 continue
-            named = len(value) >= 4 and not value.isdigit() and _SENSITIVE_NAME.search(name)
-            if image and (len(value.split()) >= 3 or named):
-                return f"data in its {name!r} parameter of an image that loads by itself"
-            if _SECRET_NAME.search(name) and len(value) >= 4 and not value.startswith("{"):
+            if image:
+                if len(value.split()) >= 3 or (
+                    len(value) >= 4 and not value.isdigit() and _SENSITIVE_NAME.search(name)
+                ):
+                    return f"data in its {name!r} parameter of an image that loads by itself"
+            elif len(value) >= 4 and _SECRET_NAME.search(name) and not value.startswith("{"):
                 return f"a value in its {name!r} parameter"
         return None
 

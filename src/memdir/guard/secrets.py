@@ -191,30 +191,66 @@ def _split_candidates(doc: Document) -> Iterator[tuple[str, list[tuple[int, int,
     """(joined text, pieces) for each token holding a :data:`SPLIT_PREFIXES` literal that runs
     to the end of its line and continues on the next.
 
-    A piece is (start in the content, end in the content, end in the joined text). Cost: one
-    substring test per prefix on a text without any; a few slices per occurrence otherwise.
+    A piece is (start in the content, end in the content, end in the joined text). Every key
+    format is 20+ characters, so one piece of a wrapped key holds a run of 16+ token
+    characters (:attr:`Document.token_runs`): only the lines around those runs are looked at,
+    a few slices per run near a line break, and none on a text without long tokens — except
+    AWS key ids (20 characters, whose halves are short), found by their ``AKIA`` prefix.
     """
     content, lowered = doc.content, doc.lowered
     if len(lowered) != len(content):
         return
     seen: set[int] = set()
-    for prefix in SPLIT_PREFIXES:
-        if not doc.has(prefix):
-            continue
-        pos = lowered.find(prefix)
-        while pos != -1:
-            start = pos
-            while start > 0 and content[start - 1] in _TOKEN_CHARS and pos - start < 8:
-                start -= 1
-            end = pos + len(prefix)
-            while end < len(content) and content[end] in _TOKEN_CHARS:
-                end += 1
-            if start not in seen:
-                seen.add(start)
-                found = _continue(content, start, end)
-                if found is not None:
-                    yield found
-            pos = lowered.find(prefix, end)
+    # AWS key ids are 20 characters: halves of 10 hold no long run; look for their prefix.
+    spans = list(doc.token_runs)
+    pos = content.find("AKIA")
+    while pos != -1:
+        spans.append((pos, pos + 4))
+        pos = content.find("AKIA", pos + 1)
+    for run_start, run_end in spans:
+        end = run_end
+        if content.startswith(".", end):
+            end = _fragment(content, run_start, end)[1]
+        first: tuple[int, int] | None = None
+        if content.find("\n", end, end + 8) != -1 and _JOIN.match(content, end) is not None:
+            start, end = _fragment(content, run_start, end)
+            if _has_prefix(lowered[start:end]):
+                first = (start, end)
+        elif content.find("\n", max(0, run_start - 8), run_start) != -1:
+            start = run_start
+            line_start = content.rfind("\n", 0, start) + 1
+            if _INDENT.fullmatch(content, line_start, start):
+                tail = _TAIL.search(content, max(0, line_start - 200), line_start)
+                if tail is not None and tail.start() < tail.end():
+                    p_start, p_end = _fragment(content, tail.start(), tail.end())
+                    if _has_prefix(lowered[p_start:p_end]):
+                        first = (p_start, p_end)
+        if first is not None and first[0] not in seen:
+            seen.add(first[0])
+            found = _continue(content, *first)
+            if found is not None:
+                yield found
+
+
+#: The indentation, ``+`` and opening quote before a key's continuation on its line.
+_INDENT: Final = re.compile(r"[ \t]*\+?[ \t]*[\"']?")
+#: The last token of a line, before a closing quote, ``+`` or ``\\`` and the line break.
+_TAIL: Final = re.compile(r"[A-Za-z0-9+/=_.-]*(?=[\"']?[ \t]*[+\\]?[ \t]*\r?\n$)")
+
+
+_TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9+/=_.-]*")
+
+
+def _fragment(content: str, start: int, end: int) -> tuple[int, int]:
+    """``start, end`` widened to the whole token (``.`` included: JWTs, SendGrid keys)."""
+    while start > 0 and content[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    right = _TOKEN_RUN.match(content, end)
+    return start, right.end() if right is not None else end
+
+
+def _has_prefix(fragment: str) -> bool:
+    return any(prefix in fragment for prefix in SPLIT_PREFIXES)
 
 
 def _continue(content: str, start: int, end: int) -> tuple[str, list[tuple[int, int, int]]] | None:

@@ -30,9 +30,9 @@ from __future__ import annotations
 from typing import Final
 
 from memdir.guard.injection import Signal, signal
+from memdir.guard.signals_i18n import I18N_SIGNALS
 from memdir.guard.signals_persona import MODEL as _MODEL
 from memdir.guard.signals_persona import MODEL_WORDS as _MODEL_WORDS
-from memdir.guard.signals_i18n import I18N_SIGNALS
 from memdir.guard.signals_persona import PERSONA_SIGNALS
 
 __all__ = ["SIGNALS"]
@@ -186,11 +186,10 @@ SIGNALS: Final[tuple[Signal, ...]] = (
            " & tool tools function functions",
            "tells the reader to call a destructive tool"),
     signal(_T, "destructive-tool", 0.6,
-           r"\b(?:call|invoke|trigger|use|run)\s+(?:the\s+|a\s+)?`?(?:[\w-]+[_.])?(?:delete|remove"
+           r"\b(?:call|invoke|trigger|use|run)\s+(?:the\s+|a\s+)?`?(?:\w+[_.])?(?:delete|remove"
            r"|drop|purge|wipe|destroy|erase|truncate)(?:[_.][\w-]+)?`?(?:\s+(?:tool|function)s?"
            r"\b|\s*\(|(?<=\w)`?\s+(?:to|on|for|with)\b)",
-           "call invoke trigger use run & ~delete ~remove ~drop ~purge ~wipe ~destroy ~erase"
-           " ~truncate",
+           "delete remove drop purge wipe destroy erase truncate & call invoke trigger use run",
            "tells the reader to call a destructive tool"),
     signal(_T, "mass-delete", 0.5,
            r"\b(?:delete|remove|wipe|erase|purge|destroy|drop|rm\s+-rf)\s+(?:all|every|each"
@@ -199,18 +198,18 @@ SIGNALS: Final[tuple[Signal, ...]] = (
            " whole",
            "asks for everything to be deleted"),
     signal(_T, "exfil-credential-file", 1.0,
-           rf"\b(?:curl|wget|http|https|xh)\b[^\n]{{0,120}}?(?:@|--upload-file[ =]|-T\s*"
+           rf"\b(?:curl|wget|xh)\b[^\n]{{0,120}}?(?:@|--upload-file[ =]|-T\s*"
            rf"|--post-file[ =]|--body-file[ =]|<\s*|\$\(\s*(?:cat|base64)\s+)[\"']?{_CRED}"
            rf"|\b(?:nc|ncat|netcat|socat|telnet)\b[^\n]{{0,120}}?<\s*[\"']?{_CRED}"
            rf"|\b(?:scp|rsync|sftp)\s[^\n]{{0,80}}?{_CRED}\S*\s+[\w.@-]+:"
            rf"|\b(?:cat|type|base64|gzip|tar|xxd|gc|get-content)\s[^\n|]{{0,60}}?{_CRED}"
-           rf"[^\n|]{{0,60}}\|\s*(?:[\w-]+\s+){{0,3}}?(?:curl|wget|nc|ncat|netcat|socat|http"
+           rf"[^\n|]{{0,60}}\|\s*(?:[\w-]+\s+){{0,3}}?(?:curl|wget|nc|ncat|netcat|socat"
            rf"|iwr|irm|invoke-webrequest|invoke-restmethod)\b"
            rf"|\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n]{{0,120}}?-infile\s+"
            rf"[\"']?{_CRED}",
-           "curl wget http https xh nc ncat netcat socat telnet scp rsync sftp cat type base64"
-           " gzip tar xxd gc get iwr irm invoke & ~.aws ~.ssh ~.netrc ~.git-credentials ~.docker"
-           " ~.kube ~.npmrc ~.pypirc ~.pgpass ~.env ~/etc/shadow ~credentials.json",
+           "curl wget xh nc ncat netcat socat telnet scp rsync sftp iwr irm invoke"
+           " & ~.aws ~.ssh ~.netrc ~.git-credentials ~.docker ~.kube ~.npmrc ~.pypirc ~.pgpass"
+           " ~.env ~/etc/shadow ~credentials.json",
            "sends a credential file to a server"),
     signal(_T, "pipe-to-shell", 0.5,
            r"\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?"

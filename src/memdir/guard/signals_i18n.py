@@ -8,13 +8,15 @@ name, so an English and a translated override in one text count once.
 
 Languages: Spanish, Portuguese, Italian, French, German, Dutch, Polish, Russian, Ukrainian,
 Turkish, Arabic, Hindi, Chinese (simplified and traditional), Japanese, Korean. Gates are the
-verbs and nouns of each language (substrings: declensions and scripts without spaces), so a
-text in none of them costs a few substring tests. The Chinese form skips a negated verb
+verbs and nouns of each language as whole words (substrings only for scripts written without
+spaces, which an ASCII text skips at no cost), so a text in none of them costs a few set
+look-ups. The Chinese form skips a negated verb
 ("不要忽略之前的说明": "do not ignore the instructions above").
 """
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Final
 
 from memdir.guard.injection import Signal, signal
@@ -25,7 +27,7 @@ _O = "override-instructions"
 _N = "ignore-prior"
 _WHY = "tells the reader to discard its prior instructions (not in English)"
 
-I18N_SIGNALS: Final[tuple[Signal, ...]] = (
+_LATIN: Final[tuple[Signal, ...]] = (
     # Spanish
     signal(_O, _N, 1.0,
            r"\b(?:ignora|ignore|ignorar|ignoren|ignorad|olvida|olvide|olvidar|olviden|descarta"
@@ -34,8 +36,9 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"|directrices)\s+(?:anteriores|previas|de\s+arriba|precedentes|originales|iniciales"
            r"|del\s+sistema)\b|\b(?:ignora|olvida|olvide|ignore)\s+todo\s+lo\s+(?:anterior|que\s+"
            r"(?:te|se\s+te)\s+(?:dije|dijeron|han\s+dicho))",
-           "~instruc ~indicacion ~órdenes ~ordenes ~reglas ~directrices ~todo lo"
-           " & ~ignor ~olvid ~descart ~omit ~desatiend ~caso omiso",
+           "instrucciones indicaciones órdenes ordenes reglas directrices todo"
+           " & ignora ignore ignorar ignoren ignorad olvida olvide olvidar olviden descarta"
+           " descartar omite omitir desatiende omiso",
            _WHY),
     # Portuguese
     signal(_O, _N, 1.0,
@@ -45,8 +48,9 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"|orientacoes|regras|diretrizes|ordens)\s+(?:anteriores|prévias|previas|acima"
            r"|originais|iniciais|do\s+sistema)\b|\b(?:esqueça|esqueca|ignore)\s+tudo\s+"
            r"(?:o\s+que|acima|anterior)",
-           "~instruç ~instruc ~orientaç ~orientac ~regras ~diretrizes ~ordens ~tudo"
-           " & ~ignor ~esqueç ~esquec ~desconsider ~descart",
+           "instruções instrucoes orientações orientacoes regras diretrizes ordens tudo"
+           " & ignore ignora ignorar esqueça esqueca esqueçam desconsidere desconsiderar"
+           " descarte",
            _WHY),
     # Italian
     signal(_O, _N, 1.0,
@@ -54,8 +58,9 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"|non\s+considerare)\s+(?:\w+\s+){0,2}?(?:le\s+)?(?:istruzioni|indicazioni|regole"
            r"|direttive)\s+(?:precedenti|anteriori|sopra|originali|iniziali|di\s+sistema)\b"
            r"|\bdimentica(?:te)?\s+tutto\s+(?:quello|ciò|cio)",
-           "~istruzioni ~indicazioni ~regole ~direttive ~tutto"
-           " & ~ignor ~dimentic ~trascur ~tralasci ~considerare",
+           "istruzioni indicazioni regole direttive tutto"
+           " & ignora ignorate ignori dimentica dimenticate dimentichi trascura tralascia"
+           " considerare",
            _WHY),
     # French
     signal(_O, _N, 1.0,
@@ -67,8 +72,9 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"|ci-dessus|d['’]avant|initiales|originales|du\s+syst[èe]me)"
            r"|\b(?:oublie|oubliez|ignore|ignorez)\s+tout\s+ce\s+(?:qui\s+pr[ée]c[èe]de"
            r"|qu['’]on\s+t['’]a\s+dit|que\s+(?:je\s+)?(?:t['’]ai|vous\s+ai)\s+dit)",
-           "~instructions ~consignes ~directives ~règles ~regles ~indications ~ordres ~tout ce"
-           " & ~ignor ~oubli ~néglig ~compte des ~abstraction",
+           "instructions consignes directives règles regles indications ordres tout"
+           " & ignore ignores ignorez ignorer oublie oublies oubliez oublier néglige négligez"
+           " compte abstraction",
            _WHY),
     # German
     signal(_O, _N, 1.0,
@@ -80,8 +86,9 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"|Anordnungen|Vorgaben|Richtlinien|Systemanweisungen)\b|\b(?:vergiss|vergessen\s+sie"
            r"|ignoriere|ignorieren\s+sie)\s+alles(?:\s*,)?\s+(?:was|bisherige|vorherige|davor"
            r"|oben)\b",
-           "~anweisung ~instruktion ~befehle ~regeln ~anordnung ~vorgaben ~richtlinien ~alles"
-           " & ~ignorier ~vergiss ~vergesst ~vergessen ~missacht ~übergeh ~uebergeh",
+           "anweisungen instruktionen befehle regeln anordnungen vorgaben richtlinien"
+           " systemanweisungen alles & ignoriere ignorieren ignoriert ignorier vergiss vergesst"
+           " vergessen missachte missachten missachtet übergehe uebergehe",
            _WHY),
     # Dutch, Polish
     signal(_O, _N, 1.0,
@@ -91,9 +98,30 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"|\b(?:zignoruj|ignoruj|zapomnij|pomiń|pomin)\s+(?:\w+\s+){0,2}?(?:poprzednie"
            r"|wcześniejsze|wczesniejsze|powyższe|powyzsze)\s+(?:instrukcje|polecenia|zasady"
            r"|wytyczne)\b",
-           "~instructies ~opdrachten ~regels ~aanwijzingen ~alles ~instrukcje ~polecenia"
-           " ~zasady ~wytyczne & ~negeer ~vergeet ~ignoruj ~zapomnij ~pomiń ~pomin",
+           "instructies opdrachten regels aanwijzingen alles instrukcje polecenia zasady"
+           " wytyczne & negeer negeren vergeet zignoruj ignoruj zapomnij pomiń pomin",
            _WHY),
+)  # fmt: skip
+
+
+def _merged(signals: tuple[Signal, ...]) -> Signal:
+    """One signal matching what any of ``signals`` matches, gated by the group-wise union of
+    their gates (still necessary conditions: each alternative holds a literal of each of its
+    own groups). One gate test for six languages instead of six."""
+    first = signals[0]
+    groups = tuple(
+        (
+            frozenset().union(*(sig.gates[i][0] for sig in signals)),
+            tuple(dict.fromkeys(sub for sig in signals for sub in sig.gates[i][1])),
+        )
+        for i in range(len(first.gates))
+    )
+    source = "|".join(f"(?:{sig.source})" for sig in signals)
+    return dataclasses.replace(first, source=source, gates=groups)
+
+
+I18N_SIGNALS: Final[tuple[Signal, ...]] = (
+    _merged(_LATIN),
     # Russian, Ukrainian
     signal(_O, _N, 1.0,
            r"(?<!не\s)(?:игнорируй(?:те)?|проигнорируй(?:те)?|забудь(?:те)?|не\s+обращай(?:те)?\s+"
@@ -103,8 +131,10 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"(?:инструкции|указания|команды|правила|распоряжения|установки|інструкції"
            r"|вказівки|команди|правила)|(?:забудь(?:те)?|игнорируй(?:те)?)\s+вс[её],?\s+"
            r"(?:что|чему|предыдущее|сказанное)",
-           "~инструкц ~указани ~команд ~правил ~распоряжен ~установк ~вс ~інструкц ~вказівк"
-           " & ~игнор ~забуд ~обращай ~отбрось ~пренебреги ~ігнор",
+           "инструкции указания команды правила распоряжения установки всё все інструкції"
+           " вказівки команди & игнорируй игнорируйте проигнорируй проигнорируйте забудь"
+           " забудьте обращай обращайте отбрось отбросьте пренебреги ігноруй ігноруйте"
+           " проігноруй проігноруйте",
            _WHY),
     # Turkish, Arabic, Hindi
     signal(_O, _N, 1.0,
@@ -114,8 +144,8 @@ I18N_SIGNALS: Final[tuple[Signal, ...]] = (
            r"|التوجيهات)\s+(?:السابقة|الأصلية|الاصلية)"
            r"|(?:पिछले|पहले\s+के|सभी)\s+(?:सभी\s+)?(?:निर्देशों|निर्देश|आदेशों)\s+(?:को\s+)?"
            r"(?:अनदेखा|नज़रअंदाज़|नजरअंदाज|भूल)",
-           "~talimat ~komutlar ~kuralla ~yönerge ~التعليمات ~الأوامر ~الاوامر ~القواعد"
-           " ~التوجيهات ~निर्देश ~आदेश",
+           "talimatları talimatlari komutları kuralları yönergeleri التعليمات الأوامر الاوامر"
+           " القواعد التوجيهات निर्देशों निर्देश आदेशों",
            _WHY),
     # Chinese
     signal(_O, _N, 1.0,
