@@ -129,8 +129,8 @@ _PASSWORD_WORD: Final = (
     r"(?:password|passwd|passwort|passphrase|passcode|pwd|pw|contraseña|contrasena"
     r"|mot\s+de\s+passe|пароль|hasło)"
 )
-#: A value that may be a password: no spaces, quotes, brackets; not ending in punctuation.
-_PASSWORD_VALUE: Final = r"[^\s\"'`<>()\[\]{}]{5,127}[^\s\"'`<>()\[\]{}.,;:!?]"
+#: A value that may be a password: no spaces, quotes, brackets; not ending in ``.,;:?``.
+_PASSWORD_VALUE: Final = r"[^\s\"'`<>()\[\]{}]{5,127}[^\s\"'`<>()\[\]{}.,;:?]"
 
 
 HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (

@@ -205,7 +205,7 @@ def _split_candidates(doc: Document) -> Iterator[tuple[str, list[tuple[int, int,
     spans = list(doc.token_runs)
     pos = content.find("AKIA")
     while pos != -1:
-        spans.append((pos, pos + 4))
+        spans.append(_fragment(content, pos, pos + 4))
         pos = content.find("AKIA", pos + 1)
     for run_start, run_end in spans:
         end = run_end
