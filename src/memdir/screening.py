@@ -151,11 +151,13 @@ def screen_operations(
 
 
 def _screen_path(index: int, path: str, screen: Screen) -> list[Screened]:
-    """A path name's findings: as written, then (new rules only) with separators as spaces."""
+    """A path name's findings: as written, then (new rules only) with separators as spaces —
+    unless it holds a secret, which the spaced reading would quote unmasked."""
     findings = [asdict(f) for f in screen(path, path=path, source_kind=None)]
-    rules = {f["rule"] for f in findings}
-    spaced = path.translate(_PATH_SPACES)
-    findings += [f for f in map(asdict, screen(spaced, path=path)) if f["rule"] not in rules]
+    if not any(f["category"] == "secret" for f in findings):
+        rules = {f["rule"] for f in findings}
+        spaced = path.translate(_PATH_SPACES)
+        findings += [f for f in map(asdict, screen(spaced, path=path)) if f["rule"] not in rules]
     return [Screened(index, path, finding, "path") for finding in findings]
 
 

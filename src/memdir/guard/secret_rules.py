@@ -127,7 +127,7 @@ _PASSWORD_NAMES: Final = (
 )  # fmt: skip
 _PASSWORD_WORD: Final = (
     r"(?:password|passwd|passwort|passphrase|passcode|pwd|pw|contraseña|contrasena"
-    r"|mot\s+de\s+passe|пароль|hasło)"
+    r"|mot[ \t]+de[ \t]+passe|пароль|hasło)"
 )
 #: A value that may be a password: no spaces, quotes, brackets; not ending in ``.,;:?``.
 _PASSWORD_VALUE: Final = r"[^\s\"'`<>()\[\]{}]{5,127}[^\s\"'`<>()\[\]{}.,;:?]"
@@ -250,9 +250,9 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         "secret.password-value",
         "password written in prose or YAML",
         re.compile(
-            rf"(?i:\b{_PASSWORD_WORD}\b)(?:\s+(?:for|to|of|on|at|für|pour|para|per|de|do)"
-            r"\s+[^\n:=]{1,40}?)?\s*(?:(?i:\b(?:is|was|will\s+be|ist|war|es|est|é|era"
-            r"|è))\s+[\"'`]?|->\s*|=>\s*|:=\s*|:\s*|=\s*)"
+            rf"(?i:\b{_PASSWORD_WORD}\b)(?:[ \t]+(?:for|to|of|on|at|für|pour|para|per|de|do)"
+            r"[ \t]+[^\n:=]{1,40}?)?[ \t]*(?:(?i:\b(?:is|was|will[ \t]+be|ist|war|es|est|é"
+            r"|era|è))[ \t]+[\"'`]?|->[ \t]*|=>[ \t]*|:=[ \t]*|:[ \t]*|=[ \t]*)"
             rf"(?P<secret>{_PASSWORD_VALUE})"
         ),
         _PASSWORD_NAMES,

@@ -318,8 +318,13 @@ class SecretsDetector:
 
     name = "secrets"
 
-    def __init__(self, patterns: tuple[SecretPattern, ...] = HAND_PATTERNS) -> None:
+    def __init__(
+        self, patterns: tuple[SecretPattern, ...] = HAND_PATTERNS, *, split_lines: bool = True
+    ) -> None:
+        """``split_lines``: also look for keys wrapped over lines (off for texts made of
+        separate strings joined by line breaks, where a join is no line of the author's)."""
         self._patterns = patterns
+        self._split_lines = split_lines
         self._plugins: list[tuple[BasePlugin, PluginRule]] | None = None
         self._tiers: tuple[list[int], list[list[tuple[str, BasePlugin, PluginRule]]]] | None = None
 
@@ -347,8 +352,15 @@ class SecretsDetector:
     def scan(self, doc: Document) -> list[Finding]:
         hits = list(self._hand_hits(doc))
         hits.extend(self._plugin_hits(doc))
-        if "\n" in doc.content:
-            hits.extend(self._split_hits(doc))
+        if self._split_lines and "\n" in doc.content:
+            # A wrapped key is one no line holds whole: a joined match over a key found on
+            # its own line (a JWT, then a line of hex) is that key, not a longer one.
+            found = list(hits)
+            hits.extend(
+                split
+                for split in self._split_hits(doc)
+                if all(split.end <= h.start or split.start >= h.end for h in found)
+            )
         kept: list[_Hit] = []
         for hit in sorted(hits, key=lambda h: (-h.priority, h.start - h.end, h.start)):
             if all(hit.end <= k.start or hit.start >= k.end for k in kept):
