@@ -170,7 +170,7 @@ def _password_prose(rng: random.Random) -> tuple[str, str]:
     password = _a_password(rng)
     template = rng.choice((
         "the admin password is {p}", "the wifi password for the office is {p}",
-        "password: {p}", "Passwort: {p}", "la contraseña es {p}", "pw {p}",
+        "password: {p}", "Passwort: {p}", "la contraseña es {p}", "pw: {p}",
     ))  # fmt: skip
     return template.format(p=password), password
 
