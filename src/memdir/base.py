@@ -116,9 +116,17 @@ class ServiceBase:
         )
 
     def _screen_ops(
-        self, operations: Sequence[Operation], provenance: Provenance | None
+        self,
+        operations: Sequence[Operation],
+        provenance: Provenance | None,
+        *,
+        rationale: str | None = None,
+        evidence: Any = None,
     ) -> list[Screened]:
-        return screen_operations(operations, provenance, self._screen)
+        """Screen every text of a change a later reader sees (:func:`screen_operations`)."""
+        return screen_operations(
+            operations, provenance, self._screen, rationale=rationale, evidence=evidence
+        )
 
     @staticmethod
     def _protected(repo: Repository, store_id: int, access: Access, path: str) -> bool:

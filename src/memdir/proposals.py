@@ -456,7 +456,7 @@ class ProposalsMixin(ServiceBase):
         each item gets ``verified`` and the transcript's stored scopes, never the caller's.
         """
         self._check_operations(operations, "proposal")
-        found = self._screen_ops(operations, provenance)
+        found = self._screen_ops(operations, provenance, rationale=rationale, evidence=evidence)
         with self.db.write() as repo:
             row = self._store_row(repo, store)
             self._writable_store(row)

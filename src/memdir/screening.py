@@ -11,43 +11,79 @@ quarantined by default):
 Nothing the guard flags is silently dropped. Only the text a change adds is screened — the new
 content of a write, the replacement of a ``str_replace``, the inserted text — so content already
 reviewed is not flagged again by every later edit.
+
+Every other text a later reader sees is screened too, under the same policy: each path an
+operation names (as written, and with ``/ - _ .`` read as spaces so that
+``/org/ignore-all-previous-instructions.md`` reads as the sentence it is), the provenance
+``reason``, ``session`` and ``transcript`` strings (shown by ``log``, ``blame`` and the review
+queue), and a proposal's rationale and evidence (every string value but ids and scopes). A
+finding there names its ``field`` (``content`` otherwise); a secret in a path name is masked
+in the messages and findings that quote the path.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any
+from typing import Any, Final
 
 from memdir.core.errors import ScreeningRefused
-from memdir.core.model import Insert, Operation, Provenance, StrReplace, Write
+from memdir.core.model import Insert, Operation, Provenance, Rename, StrReplace, Write
 from memdir.core.policy import Policy
 
-__all__ = ["Screened", "Verdict", "screen_operations", "verdict"]
+__all__ = ["FIELDS", "Screened", "Verdict", "screen_operations", "verdict"]
 
 Screen = Callable[..., Sequence[Any]]
+
+#: What a finding was found in -> how messages name it (``content`` and ``path`` name the path).
+FIELDS: Final = {
+    "content": "",
+    "path": "the path name",
+    "reason": "the commit reason",
+    "session": "the session id",
+    "transcript": "the transcript reference",
+    "rationale": "the proposal rationale",
+    "evidence": "the proposal evidence",
+}
+#: Read as spaces in a second screening of a path name (same length: offsets hold).
+_PATH_SPACES: Final = str.maketrans("/-_.", "    ")
+#: Evidence values under these keys are ids and scopes, not text for a reader.
+_EVIDENCE_IDS: Final = frozenset({"transcript_id", "scopes", "first_event", "last_event"})
 
 
 @dataclass(frozen=True)
 class Screened:
-    """A finding in one operation's added text (``finding`` as a plain dict)."""
+    """A finding in one text of a change (``finding`` as a plain dict).
+
+    ``field`` is a key of :data:`FIELDS`; ``op_index`` is -1 for the change's own texts
+    (reason, session, transcript, rationale, evidence) and ``path`` then the first path.
+    """
 
     op_index: int
     path: str
     finding: dict[str, Any]
+    field: str = "content"
 
 
 @dataclass(frozen=True)
 class Verdict:
-    """Findings with their actions; ``quarantine`` non-empty means: make a proposal."""
+    """Findings with their actions; ``quarantine`` non-empty means: make a proposal.
+
+    ``paths`` are the real paths of the findings, in order (a finding's ``path`` is masked
+    when the path itself holds a secret); a change-level finding is recorded on the first
+    path of the change.
+    """
 
     findings: tuple[dict[str, Any], ...]
     quarantine: bool
+    paths: tuple[str, ...] = ()
 
     def allowed_by_path(self) -> dict[str, list[dict[str, Any]]]:
+        """Findings per (real) path they are recorded on."""
         out: dict[str, list[dict[str, Any]]] = {}
-        for finding in self.findings:
-            out.setdefault(finding["path"], []).append(finding)
+        paths = self.paths or tuple(f["path"] for f in self.findings)
+        for finding, path in zip(self.findings, paths, strict=True):
+            out.setdefault(path, []).append(finding)
         return out
 
 
@@ -61,28 +97,96 @@ def _added_text(op: Operation) -> str | None:
     return None
 
 
+def _op_paths(op: Operation) -> list[str]:
+    return [op.path, op.new_path] if isinstance(op, Rename) else [op.path]
+
+
+def _evidence_text(evidence: Any, out: list[str], key: str | None = None) -> None:
+    """Collect the string values of agent-supplied evidence (ids and scopes left out)."""
+    if key in _EVIDENCE_IDS:
+        return
+    if isinstance(evidence, str):
+        out.append(evidence)
+    elif isinstance(evidence, dict):
+        for name, value in evidence.items():
+            _evidence_text(value, out, str(name))
+    elif isinstance(evidence, (list, tuple)):
+        for value in evidence:
+            _evidence_text(value, out)
+
+
 def screen_operations(
-    operations: Sequence[Operation], provenance: Provenance | None, screen: Screen
+    operations: Sequence[Operation],
+    provenance: Provenance | None,
+    screen: Screen,
+    *,
+    rationale: str | None = None,
+    evidence: Any = None,
 ) -> list[Screened]:
-    """Run the guard over the text each operation adds."""
+    """Run the guard over every text of a change a later reader sees (see the module doc):
+    the text each operation adds, the paths they name, the provenance strings, and a
+    proposal's ``rationale`` and ``evidence``."""
     source_kind = provenance.source_kind if provenance else None
     found: list[Screened] = []
     for index, op in enumerate(operations):
         text = _added_text(op)
-        if text is None:
-            continue
-        for finding in screen(text, path=op.path, source_kind=source_kind):
-            found.append(Screened(index, op.path, asdict(finding)))
+        if text is not None:
+            for finding in screen(text, path=op.path, source_kind=source_kind):
+                found.append(Screened(index, op.path, asdict(finding)))
+        for path in _op_paths(op):
+            found.extend(_screen_path(index, path, screen))
+    first = operations[0].path if operations else "/"
+    texts: list[tuple[str, str | None]] = []
+    if provenance is not None:
+        texts += [(name, getattr(provenance, name)) for name in ("reason", "session", "transcript")]
+    texts.append(("rationale", rationale))
+    pieces: list[str] = []
+    _evidence_text(evidence, pieces)
+    texts.append(("evidence", "\n".join(pieces)))
+    for name, value in texts:
+        if value:
+            for finding in screen(value, path=first, source_kind=None):
+                found.append(Screened(-1, first, asdict(finding), name))
     return found
+
+
+def _screen_path(index: int, path: str, screen: Screen) -> list[Screened]:
+    """A path name's findings: as written, then (new rules only) with separators as spaces —
+    unless it holds a secret, which the spaced reading would quote unmasked."""
+    findings = [asdict(f) for f in screen(path, path=path, source_kind=None)]
+    if not any(f["category"] == "secret" for f in findings):
+        rules = {f["rule"] for f in findings}
+        spaced = path.translate(_PATH_SPACES)
+        findings += [f for f in map(asdict, screen(spaced, path=path)) if f["rule"] not in rules]
+    return [Screened(index, path, finding, "path") for finding in findings]
+
+
+def _masked_path(path: str, found: Sequence[Screened]) -> str:
+    """``path`` with every secret found in the path name itself masked."""
+    from memdir.guard.base import mask_secret
+
+    spans = sorted(
+        (s.finding["start"], s.finding["end"])
+        for s in found
+        if s.field == "path" and s.path == path and s.finding["category"] == "secret"
+    )
+    out, pos = [], 0
+    for start, end in spans:
+        if start >= pos:
+            out += [path[pos:start], mask_secret(path[start:end])]
+            pos = end
+    return "".join(out) + path[pos:]
 
 
 def verdict(found: Sequence[Screened], policy: Policy) -> Verdict:
     """Apply the policy's screening actions; raises :class:`ScreeningRefused` on any reject."""
+    shown = {s.path: _masked_path(s.path, found) for s in found}
     decided = [
         {
             **s.finding,
-            "path": s.path,
+            "path": shown[s.path],
             "op": s.op_index,
+            "field": s.field,
             "action": policy.screening_action(s.finding["rule"], s.finding["category"]),
         }
         for s in found
@@ -90,9 +194,17 @@ def verdict(found: Sequence[Screened], policy: Policy) -> Verdict:
     rejected = [f for f in decided if f["action"] == "reject"]
     if rejected:
         first = rejected[0]
+        where = FIELDS.get(first["field"], first["field"])
+        what = f"{where} {first['path']}" if first["field"] == "path" else where or first["path"]
+        if first["field"] not in ("content", "path"):
+            what = f"{what} of the change to {first['path']}"
         raise ScreeningRefused(
-            f"write screening refused {first['path']}: {first['reason']} (rule {first['rule']}, "
+            f"write screening refused {what}: {first['reason']} (rule {first['rule']}, "
             f"line {first['line']}); remove it — memory is shared and kept forever",
             findings=decided,
         )
-    return Verdict(tuple(decided), any(f["action"] == "quarantine" for f in decided))
+    return Verdict(
+        tuple(decided),
+        any(f["action"] == "quarantine" for f in decided),
+        tuple(s.path for s in found),
+    )

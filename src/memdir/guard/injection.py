@@ -56,13 +56,23 @@ class Signal:
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.source, self.flags)
 
+    @functools.cached_property
+    def ascii_gates(self) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
+        """``gates`` without the non-ASCII substrings, which an ASCII text cannot hold."""
+        return tuple((w, tuple(s for s in subs if s.isascii())) for w, subs in self.gates)
+
     def gated_in(self, doc: Document) -> bool:
-        words = doc.words
-        for group_words, substrings in self.gates:
+        """Whether every gate group has one of its words or substrings in ``doc``."""
+        lowered = doc.lowered
+        return self.gated(doc.words, lowered, lowered.isascii())
+
+    def gated(self, words: frozenset[str], lowered: str, ascii_text: bool) -> bool:
+        """:meth:`gated_in` on a document's words and lowered text (the hot loop's form);
+        ``ascii_text`` (``str.isascii``, O(1)) skips every Chinese, Cyrillic, ... substring."""
+        for group_words, substrings in self.ascii_gates if ascii_text else self.gates:
             if group_words.isdisjoint(words):
                 if not substrings:
                     return False
-                lowered = doc.lowered
                 for substring in substrings:
                     if substring in lowered:
                         break
@@ -134,8 +144,10 @@ def _search(sig: Signal, doc: Document) -> re.Match[str] | None:
 def _matched(doc: Document, signals: tuple[Signal, ...]) -> list[tuple[Signal, re.Match[str]]]:
     """The first match of each signal name (entries sharing a name are one signal)."""
     hits: dict[str, tuple[Signal, re.Match[str]]] = {}
+    words, lowered = doc.words, doc.lowered
+    ascii_text = lowered.isascii()
     for sig in signals:
-        if sig.name in hits or not sig.gated_in(doc):
+        if sig.name in hits or not sig.gated(words, lowered, ascii_text):
             continue
         match = _search(sig, doc)
         if match is not None and match.end() > match.start():

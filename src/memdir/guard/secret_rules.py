@@ -96,6 +96,43 @@ def _not_placeholder(value: str) -> bool:
     return not looks_like_placeholder(value)
 
 
+def _random_key(value: str) -> bool:
+    """A generated key, not a stand-in: not a placeholder, mixing digits and both cases."""
+    return _mixed_classes(value) and not looks_like_placeholder(value)
+
+
+_PASSWORD_SYMBOLS: Final = frozenset("!@#$%^&*+=?~")
+
+
+def _password_like(value: str) -> bool:
+    """An unquoted value after "password:" / "password is" that is a password, not prose.
+
+    It has a letter and a digit or one of ``!@#$%^&*+=?~`` (``hunter2``, ``Tr0ub4dor&3``), is
+    no placeholder, path, URL or tag (``/run/secrets/db``, ``!vault``): ordinary words such as
+    "required", "stored in the vault" or "case-sensitive" are not passwords.
+    """
+    if looks_like_placeholder(value) or "/" in value or value.startswith(("!", "&", "*")):
+        return False
+    return any(c.isalpha() for c in value) and any(
+        c.isdigit() or c in _PASSWORD_SYMBOLS for c in value
+    )
+
+
+#: Words that name a password, in the languages memory is written in (lowercase literals).
+#: Literals holding ``pass`` cost nothing extra (see ``Document.has``); ``passw`` and
+#: ``contrase`` are looked up for the keyword plugin anyway.
+#: Non-ASCII ones cost nothing on an ASCII text.
+_PASSWORD_NAMES: Final = (
+    "passw", "passphrase", "passcode", "passe", "pw", "contrase", "пароль", "hasło",
+)  # fmt: skip
+_PASSWORD_WORD: Final = (
+    r"(?:password|passwd|passwort|passphrase|passcode|pwd|pw|contraseña|contrasena"
+    r"|mot[ \t]+de[ \t]+passe|пароль|hasło)"
+)
+#: A value that may be a password: no spaces, quotes, brackets; not ending in ``.,;:?``.
+_PASSWORD_VALUE: Final = r"[^\s\"'`<>()\[\]{}]{5,127}[^\s\"'`<>()\[\]{}.,;:?]"
+
+
 HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.anthropic-key",
@@ -184,6 +221,44 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
         priority=2,
         accept=_not_placeholder,
         requires=("://",),
+    ),
+    SecretPattern(
+        "secret.basic-auth-url",
+        "password in a URL",
+        re.compile(
+            r"(?i:\b[a-z][a-z0-9+.-]{1,30})://[^\s:/?#@\[\]\"'`<>]*:"
+            r"(?P<secret>[^\s/?#@\"'`<>]+)@(?=[\w\[])"
+        ),
+        ("://",),
+        priority=2,
+        accept=_not_placeholder,
+        requires=("@",),
+    ),
+    SecretPattern(
+        "secret.azure-storage-key",
+        "Azure account or shared access key",
+        re.compile(
+            r"(?i:\b(?:AccountKey|SharedAccessKey))=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"
+            r"(?![A-Za-z0-9+/=])"
+        ),
+        ("accountkey=", "accesskey="),
+        accept=_random_key,
+        run=30,
+        inside=True,
+    ),
+    SecretPattern(
+        "secret.password-value",
+        "password written in prose or YAML",
+        re.compile(
+            rf"(?i:\b{_PASSWORD_WORD}\b)(?:[ \t]+(?:for|to|of|on|at|für|pour|para|per|de|do)"
+            r"[ \t]+[^\n:=]{1,40}?)?[ \t]*(?:(?i:\b(?:is|was|will[ \t]+be|ist|war|es|est|é"
+            r"|era|è))[ \t]+[\"'`]?|->[ \t]*|=>[ \t]*|:=[ \t]*|:[ \t]*|=[ \t]*)"
+            rf"(?P<secret>{_PASSWORD_VALUE})"
+        ),
+        _PASSWORD_NAMES,
+        priority=1,
+        accept=_password_like,
+        requires=_PASSWORD_NAMES,
     ),
     SecretPattern(
         "secret.aws-secret-key",
@@ -291,9 +366,6 @@ PLUGIN_RULES: Final[dict[str, PluginRule]] = {
         ("akia", "asia", "abia", "acca", "a3t", "aws"),
         20,
     ),
-    "AzureStorageKeyDetector": PluginRule(
-        "secret.azure-storage-key", "Azure storage account key", 3, ("accountkey=",), 88
-    ),
     "GitHubTokenDetector": PluginRule(
         "secret.github-token", "GitHub token", 3, ("ghp_", "gho_", "ghu_", "ghs_", "ghr_"), 40
     ),
@@ -331,9 +403,6 @@ PLUGIN_RULES: Final[dict[str, PluginRule]] = {
         "secret.private-key", "private key", 3, ("private key", "putty-user-key"), 0
     ),
     "JwtTokenDetector": PluginRule("secret.jwt", "JSON Web Token", 3, ("eyj",)),
-    "BasicAuthDetector": PluginRule(
-        "secret.basic-auth-url", "password in a URL", 2, ("://",), 0, also=("@",)
-    ),
     "KeywordDetector": PluginRule(
         "secret.keyword-assignment",
         "value assigned to a secret-named key",

@@ -44,6 +44,7 @@ from __future__ import annotations
 
 import bisect
 import re
+import string
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final, cast
@@ -168,6 +169,125 @@ def _windows(doc: Document, spec: SecretPattern) -> list[tuple[int, int]]:
     return merged
 
 
+#: Literals that start a key of a one-token format (lowercase): a line ending in a token that
+#: holds one may continue the key on the next line.
+SPLIT_PREFIXES: Final = (
+    "akia", "asia", "ghp_", "gho_", "ghs_", "ghu_", "ghr_", "github_pat_", "glpat-", "sk-",
+    "sk_live_", "rk_live_", "xox", "aiza", "sg.", "eyj", "accountkey=", "secret_access_key=",
+    "pypi-",
+)  # fmt: skip
+#: Generic rules are not asked about joined pieces: any two words joined look like one.
+_SPLIT_EXCLUDED: Final = _ENTROPY_RULES | {"secret.keyword-assignment", "secret.password-value"}
+_TOKEN_CHARS: Final = frozenset(string.ascii_letters + string.digits + "+/=_-.")
+#: What may sit between two pieces of a wrapped key: a closing quote, ``+`` or ``\\`` (string
+#: concatenation, shell continuation), the line break, indentation and an opening quote.
+_JOIN: Final = re.compile(r"[\"']?[ \t]*[+\\]?[ \t]*\r?\n[ \t]*[+]?[ \t]*[\"']?")
+#: At most this many lines are joined into one candidate, of at most this many characters.
+_SPLIT_LINES: Final = 6
+_SPLIT_CHARS: Final = 400
+
+
+def _split_candidates(doc: Document) -> Iterator[tuple[str, list[tuple[int, int, int]]]]:
+    """(joined text, pieces) for each token holding a :data:`SPLIT_PREFIXES` literal that runs
+    to the end of its line and continues on the next.
+
+    A piece is (start in the content, end in the content, end in the joined text). Every key
+    format is 20+ characters, so one piece of a wrapped key holds a run of 16+ token
+    characters (:attr:`Document.token_runs`): only the lines around those runs are looked at,
+    a few slices per run near a line break, and none on a text without long tokens — except
+    AWS key ids (20 characters, whose halves are short), found by their ``AKIA`` prefix.
+    """
+    content, lowered = doc.content, doc.lowered
+    if len(lowered) != len(content):
+        return
+    seen: set[int] = set()
+    # AWS key ids are 20 characters: halves of 10 hold no long run; look for their prefix.
+    spans = list(doc.token_runs)
+    pos = content.find("AKIA")
+    while pos != -1:
+        spans.append(_fragment(content, pos, pos + 4))
+        pos = content.find("AKIA", pos + 1)
+    for run_start, run_end in spans:
+        end = run_end
+        if content.startswith(".", end):
+            end = _fragment(content, run_start, end)[1]
+        first: tuple[int, int] | None = None
+        if content.find("\n", end, end + 8) != -1 and _JOIN.match(content, end) is not None:
+            start, end = _fragment(content, run_start, end)
+            if _has_prefix(lowered[start:end]):
+                first = (start, end)
+        elif content.find("\n", max(0, run_start - 8), run_start) != -1:
+            start = run_start
+            line_start = content.rfind("\n", 0, start) + 1
+            if _INDENT.fullmatch(content, line_start, start):
+                tail = _TAIL.search(content, max(0, line_start - 200), line_start)
+                if tail is not None and tail.start() < tail.end():
+                    p_start, p_end = _fragment(content, tail.start(), tail.end())
+                    if _has_prefix(lowered[p_start:p_end]):
+                        first = (p_start, p_end)
+        if first is not None and first[0] not in seen:
+            seen.add(first[0])
+            found = _continue(content, *first)
+            if found is not None:
+                yield found
+
+
+#: The indentation, ``+`` and opening quote before a key's continuation on its line.
+_INDENT: Final = re.compile(r"[ \t]*\+?[ \t]*[\"']?")
+#: The last token of a line, before a closing quote, ``+`` or ``\\`` and the line break.
+_TAIL: Final = re.compile(r"[A-Za-z0-9+/=_.-]*(?=[\"']?[ \t]*[+\\]?[ \t]*\r?\n$)")
+
+
+_TOKEN_RUN: Final = re.compile(r"[A-Za-z0-9+/=_.-]*")
+
+
+def _fragment(content: str, start: int, end: int) -> tuple[int, int]:
+    """``start, end`` widened to the whole token (``.`` included: JWTs, SendGrid keys)."""
+    while start > 0 and content[start - 1] in _TOKEN_CHARS:
+        start -= 1
+    right = _TOKEN_RUN.match(content, end)
+    return start, right.end() if right is not None else end
+
+
+def _has_prefix(fragment: str) -> bool:
+    return any(prefix in fragment for prefix in SPLIT_PREFIXES)
+
+
+def _continue(content: str, start: int, end: int) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """The pieces of a token starting at ``start`` (first piece ending at ``end``) that goes on
+    over the next lines, or None if it stops at its own line."""
+    pieces = [(start, end, end - start)]
+    parts = [content[start:end]]
+    total = end - start
+    for _ in range(_SPLIT_LINES - 1):
+        join = _JOIN.match(content, end)
+        if join is None or total >= _SPLIT_CHARS:
+            break
+        nxt = join.end()
+        stop = nxt
+        while stop < len(content) and content[stop] in _TOKEN_CHARS:
+            stop += 1
+        if stop - nxt < 2:
+            break
+        total += stop - nxt
+        parts.append(content[nxt:stop])
+        pieces.append((nxt, stop, total))
+        end = stop
+    if len(pieces) == 1:
+        return None
+    return "".join(parts), pieces
+
+
+def _unjoin(pieces: list[tuple[int, int, int]], offset: int) -> int:
+    """The content offset of joined-text ``offset``."""
+    joined_start = 0
+    for start, _end, joined_end in pieces:
+        if offset < joined_end:
+            return start + offset - joined_start
+        joined_start = joined_end
+    return pieces[-1][1]
+
+
 @dataclass(frozen=True)
 class _Hit:
     rule: str
@@ -198,8 +318,13 @@ class SecretsDetector:
 
     name = "secrets"
 
-    def __init__(self, patterns: tuple[SecretPattern, ...] = HAND_PATTERNS) -> None:
+    def __init__(
+        self, patterns: tuple[SecretPattern, ...] = HAND_PATTERNS, *, split_lines: bool = True
+    ) -> None:
+        """``split_lines``: also look for keys wrapped over lines (off for texts made of
+        separate strings joined by line breaks, where a join is no line of the author's)."""
         self._patterns = patterns
+        self._split_lines = split_lines
         self._plugins: list[tuple[BasePlugin, PluginRule]] | None = None
         self._tiers: tuple[list[int], list[list[tuple[str, BasePlugin, PluginRule]]]] | None = None
 
@@ -227,6 +352,15 @@ class SecretsDetector:
     def scan(self, doc: Document) -> list[Finding]:
         hits = list(self._hand_hits(doc))
         hits.extend(self._plugin_hits(doc))
+        if self._split_lines and "\n" in doc.content:
+            # A wrapped key is one no line holds whole: a joined match over a key found on
+            # its own line (a JWT, then a line of hex) is that key, not a longer one.
+            found = list(hits)
+            hits.extend(
+                split
+                for split in self._split_hits(doc)
+                if all(split.end <= h.start or split.start >= h.end for h in found)
+            )
         kept: list[_Hit] = []
         for hit in sorted(hits, key=lambda h: (-h.priority, h.start - h.end, h.start)):
             if all(hit.end <= k.start or hit.start >= k.end for k in kept):
@@ -247,6 +381,20 @@ class SecretsDetector:
                 )
             )
         return findings
+
+    def _split_hits(self, doc: Document) -> Iterator[_Hit]:
+        """Keys of a known format wrapped over several lines (see :func:`_split_candidates`):
+        the joined pieces are screened; a secret that spans a join is reported over the
+        original text, from its first piece to its last (line breaks included)."""
+        for joined, pieces in _split_candidates(doc):
+            inner = Document(content=joined, path=doc.path)
+            first_end = pieces[0][2]
+            for hit in (*self._hand_hits(inner), *self._plugin_hits(inner)):
+                if hit.end <= first_end or hit.rule in _SPLIT_EXCLUDED:
+                    continue
+                start, end = _unjoin(pieces, hit.start), _unjoin(pieces, hit.end - 1) + 1
+                label = f"{hit.label} split across lines"
+                yield _Hit(hit.rule, label, hit.priority, start, end, start, end)
 
     def _hand_hits(self, doc: Document) -> Iterator[_Hit]:
         for spec in self._patterns:

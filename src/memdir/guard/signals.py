@@ -30,6 +30,7 @@ from __future__ import annotations
 from typing import Final
 
 from memdir.guard.injection import Signal, signal
+from memdir.guard.signals_i18n import I18N_SIGNALS
 from memdir.guard.signals_persona import MODEL as _MODEL
 from memdir.guard.signals_persona import MODEL_WORDS as _MODEL_WORDS
 from memdir.guard.signals_persona import PERSONA_SIGNALS
@@ -58,6 +59,13 @@ _DIRECTIVE_WORDS = (
     " context message messages conversation"
 )
 _O, _S = "override-instructions", "system-spoof"
+# A credential file a command may upload (public keys excepted).
+_CRED = (
+    r"(?:~|\$HOME|\$\{HOME\}|%USERPROFILE%|/home/[\w.-]+|/root|/Users/[\w.-]+)?[/\\]?"
+    r"(?:\.aws[/\\](?:credentials|config)|\.ssh[/\\](?:id_(?:rsa|dsa|ecdsa|ed25519)|[\w-]*_key)"
+    r"(?!\.pub)\b|\.netrc|\.git-credentials|\.docker[/\\]config\.json|\.kube[/\\]config"
+    r"|\.npmrc|\.pypirc|\.pgpass|\.env\b|/etc/shadow|[\w-]*credentials\.json)"
+)
 _T, _H, _U = "tool-imperative", "hidden-instruction", "pressure"
 
 SIGNALS: Final[tuple[Signal, ...]] = (
@@ -71,6 +79,14 @@ SIGNALS: Final[tuple[Signal, ...]] = (
            "ignore ignoring disregard forget override bypass skip abandon discard drop neglect"
            f" & {_DIRECTIVE_WORDS}",
            "tells the reader to discard its prior instructions"),
+    *I18N_SIGNALS,
+    signal(_O, "ignore-above", 1.0,
+           r"\b(?:ignore|ignoring|disregard|forget)\s+(?:all\s+(?:of\s+)?|everything\s+)?"
+           r"(?:the\s+|that\s+|what\s+(?:is|was|came)\s+)?(?:above|foregoing|preceding)"
+           r"(?:\s+(?:text|content|prompt|input|lines|paragraphs?|part))?(?:\s*(?:[.!;:]|$)"
+           r"|\s*,?\s+(?:and|then|instead|now|just|only)\b)",
+           "ignore ignoring disregard forget & above foregoing preceding",
+           "tells the reader to disregard the text before it"),
     signal(_O, "ignore-other-instructions", 0.5,
            rf"\b(?:ignore|ignoring|disregard|forget|override|bypass|skip|abandon|discard|drop"
            rf"|neglect)\b[\s,]+(?:\w+[\s,]+){{0,2}}?{_PRIOR_LOOSE}[\s,]+(?:\w+[\s,]+){{0,2}}?"
@@ -163,6 +179,38 @@ SIGNALS: Final[tuple[Signal, ...]] = (
            r"|to|and|on|passing)\b|\b(?:call|invoke)\s+the\s+(?:tool|function)\b",
            "tool function & call invoke trigger use",
            "tells the reader to call a tool"),
+    signal(_T, "destructive-tool", 1.0,
+           r"\b(?:call|invoke|trigger)\s+(?:the|your)\s+`?(?:delete|remove|rm|drop|purge|wipe"
+           r"|destroy|erase|truncate)`?\s+(?:tool|function)s?\b",
+           "call invoke trigger & delete remove rm drop purge wipe destroy erase truncate"
+           " & tool tools function functions",
+           "tells the reader to call a destructive tool"),
+    signal(_T, "destructive-tool", 0.6,
+           r"\b(?:call|invoke|trigger|use|run)\s+(?:the\s+|a\s+)?`?(?:\w+[_.])?(?:delete|remove"
+           r"|drop|purge|wipe|destroy|erase|truncate)(?:[_.][\w-]+)?`?(?:\s+(?:tool|function)s?"
+           r"\b|\s*\(|(?<=\w)`?\s+(?:to|on|for|with)\b)",
+           "delete remove drop purge wipe destroy erase truncate & call invoke trigger use run",
+           "tells the reader to call a destructive tool"),
+    signal(_T, "mass-delete", 0.5,
+           r"\b(?:delete|remove|wipe|erase|purge|destroy|drop|rm\s+-rf)\s+(?:all|every|each"
+           r"|everything|the\s+(?:entire|whole))\b",
+           "delete remove wipe erase purge destroy drop rm & all every each everything entire"
+           " whole",
+           "asks for everything to be deleted"),
+    signal(_T, "exfil-credential-file", 1.0,
+           rf"\b(?:curl|wget|xh)\b[^\n]{{0,120}}?(?:@|--upload-file[ =]|-T\s*"
+           rf"|--post-file[ =]|--body-file[ =]|<\s*|\$\(\s*(?:cat|base64)\s+)[\"']?{_CRED}"
+           rf"|\b(?:nc|ncat|netcat|socat|telnet)\b[^\n]{{0,120}}?<\s*[\"']?{_CRED}"
+           rf"|\b(?:scp|rsync|sftp)\s[^\n]{{0,80}}?{_CRED}\S*\s+[\w.@-]+:"
+           rf"|\b(?:cat|type|base64|gzip|tar|xxd|gc|get-content)\s[^\n|]{{0,60}}?{_CRED}"
+           rf"[^\n|]{{0,60}}\|\s*(?:[\w-]+\s+){{0,3}}?(?:curl|wget|nc|ncat|netcat|socat"
+           rf"|iwr|irm|invoke-webrequest|invoke-restmethod)\b"
+           rf"|\b(?:iwr|irm|invoke-webrequest|invoke-restmethod)\b[^\n]{{0,120}}?-infile\s+"
+           rf"[\"']?{_CRED}",
+           "curl wget xh nc ncat netcat socat telnet scp rsync sftp iwr irm invoke"
+           " & ~.aws ~.ssh ~.netrc ~.git-credentials ~.docker ~.kube ~.npmrc ~.pypirc ~.pgpass"
+           " ~.env ~/etc/shadow ~credentials.json",
+           "sends a credential file to a server"),
     signal(_T, "pipe-to-shell", 0.5,
            r"\b(?:curl|wget|iwr|invoke-webrequest)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:ba|z|da|k)?"
            r"sh\b|\b(?:curl|wget)\b[^\n|]{0,200}\|\s*(?:sudo\s+)?(?:python3?|perl|ruby|node|iex)\b",

@@ -51,7 +51,9 @@ def marker(rule: str) -> str:
 def _default_screen() -> Screen:
     from memdir.guard import SecretsDetector, screen
 
-    detectors = [SecretsDetector()]
+    # The strings of a record are joined by line breaks: a key "wrapped" over two of them
+    # would be two strings' ends, so wrapped keys are not looked for.
+    detectors = [SecretsDetector(split_lines=False)]
 
     def run(text: str) -> Sequence[Any]:
         return [f for f in screen(text, path="/transcript", detectors=detectors)
