@@ -27,6 +27,8 @@ from memdir.storage.schema import blobs, commits, files, heads, proposals, store
 
 __all__ = ["HeadRow", "Repository", "StoreRow"]
 
+_INT32 = 2**31  # the bound of a 32-bit integer column (versions.number)
+
 Row = Any  # an sa.Row or one of the named tuples below: attribute access by column name
 
 
@@ -352,6 +354,11 @@ class Repository:
         ).join(commits, commits.c.id == versions.c.commit_id)
 
     def version(self, file_id: int, number: int) -> Row | None:
+        """Version ``number`` of a file, or None. Version numbers are 32-bit in the schema: a
+        larger (still 64-bit valid) number names no version, and PostgreSQL would refuse to
+        compare it with the column."""
+        if not -_INT32 <= number < _INT32:
+            return None
         return self.conn.execute(
             self._versions_query().where(versions.c.file_id == file_id, versions.c.number == number)
         ).first()

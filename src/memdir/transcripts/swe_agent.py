@@ -22,7 +22,8 @@ error); otherwise an observation with the harness's own failure messages is an e
 traceback, ``command not found``, ``No such file or directory``, the editor's ``Your proposed
 edit has introduced new syntax error`` or a ``SyntaxError``, or a line starting with
 ``Error:`` / ``error:``. Empty output from a probe (``grep`` with no match) is not an error.
-The outcome is unknown (no resolved flag is stored with trajectories); ``exit_status`` and
+A step's ``raw`` leaves out ``messages`` and ``state`` (see :data:`_NOT_RAW`). The outcome
+is unknown (no resolved flag is stored with trajectories); ``exit_status`` and
 whether a submission was made are kept as metadata.
 """
 
@@ -45,6 +46,11 @@ _FAILURE: Final = re.compile(
     re.MULTILINE,
 )
 _RETURNCODE: Final = re.compile(r"<returncode>\s*(-?\d+)\s*</returncode>")
+#: Step fields left out of ``raw``: ``messages`` repeats the whole prompt at every step, and
+#: ``state`` is the editor's cursor as a JSON *string* of long path names, which redaction
+#: would read differently inside and outside that string (so an export would not re-import
+#: to the same events).
+_NOT_RAW: Final = frozenset({"messages", "state"})
 _BASH_BLOCK: Final = re.compile(r"```(?:bash|sh)\s*\n(.*?)```", re.DOTALL)
 
 
@@ -136,7 +142,7 @@ class SweAgentImporter:
             return
         step = ctx.clean(dict(step))
         builder.transcript.redactions += ctx.last_redactions
-        raw: str | None = dumps({k: v for k, v in step.items() if k != "messages"})
+        raw: str | None = dumps({k: v for k, v in step.items() if k not in _NOT_RAW})
         key = f"s{index}"
         events: list[tuple[Event, str]] = []
         thought = as_str(step.get("thought")) or as_str(step.get("response"))
