@@ -442,8 +442,12 @@ class HistoryMixin(ServiceBase):
                     path=path,
                     current_in=live,
                 )
+            # admin *and* read: a deny-read rule binds administrators too, and the plan names
+            # the paths it lists
             rows = [
-                v for v in repo.versions_with_sha(row.id, sha) if access.allowed("admin", v.path)
+                v
+                for v in repo.versions_with_sha(row.id, sha)
+                if access.can_read(v.path) and access.allowed("admin", v.path)
             ]
             affected = tuple(version_info(v) for v in rows)
             if not dry_run:

@@ -145,19 +145,26 @@ def visible(row: Row, access: Access) -> bool:
     rights it has now — or, for its author, propose on a path it may not read.
 
     A dream's proposal is derived from transcripts, so its viewer must also read, now and
-    through its token, every transcript its evidence names: placement at run time checked
+    through its token, every class of transcript its text and counts come from (the
+    ``source_scopes`` placement recorded in its statistics) and every transcript its evidence
+    names: placement at run time checked
     the readers registered then by the policy alone, and a narrowed token or a later change
     of rights must not reveal text drawn from sessions the viewer may not read."""
     mine = row.author == access.principal.id
     if not all(access.can_read(p) or (mine and access.allowed("propose", p)) for p in row.paths):
         return False
-    if row.origin != "dream" or not isinstance(row.evidence, list):
+    if row.origin != "dream":
         return True
-    return all(
-        transcript_allowed(access, item.get("scopes") or {}, "read")
-        for item in row.evidence
-        if isinstance(item, dict) and "transcript_id" in item
-    )
+    statistics = row.statistics if isinstance(row.statistics, dict) else {}
+    sources = statistics.get("source_scopes")
+    scopes = [s for s in sources if isinstance(s, dict)] if isinstance(sources, list) else []
+    if isinstance(row.evidence, list):
+        scopes += [
+            item.get("scopes") or {}
+            for item in row.evidence
+            if isinstance(item, dict) and "transcript_id" in item
+        ]
+    return all(transcript_allowed(access, s, "read") for s in scopes)
 
 
 def _visible_ops(operations: Sequence[dict[str, Any]], access: Access | None) -> tuple[Any, ...]:

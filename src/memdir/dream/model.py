@@ -241,10 +241,15 @@ class Draft:
     evidence: list[dict[str, Any]]
     confidence: float
     flags: list[str] = field(default_factory=list)
+    #: The scope labels of every class of transcript the draft's text and counts come from
+    #: (set by placement): a viewer of the proposal must read all of them.
+    sources: list[dict[str, str]] = field(default_factory=list)
 
     def statistics(self) -> dict[str, Any]:
         stats = self.pattern.statistics()
         stats["confidence"] = round(self.confidence, 3)
         if self.flags:
             stats["flags"] = list(self.flags)
+        if self.sources:
+            stats["source_scopes"] = [dict(s) for s in self.sources]
         return stats

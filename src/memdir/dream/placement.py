@@ -108,6 +108,7 @@ def place(
         )
         if whole and selected == pattern.sessions_selected:
             taken |= trial
+            draft.sources = [source_scopes(c) for c in classes]
             drafts.append(draft)
             continue
         final = reducer.restricted(pattern.id, classes, selected)
@@ -129,6 +130,7 @@ def place(
             left.append((final, _unsafe(moved)))
             continue
         taken |= trial
+        draft.sources = [source_scopes(c) for c in classes]
         drafts.append(draft)
     return drafts, left
 
