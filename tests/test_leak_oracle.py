@@ -41,13 +41,6 @@ settings.register_profile(
 PROFILE = os.environ.get("MEMDIR_LEAK_PROFILE", "leak-ci")
 OPERATIONS = {"leak-ci": 25, "leak-long": 80}.get(PROFILE, 30)
 
-LEAKS_ON_MAIN = pytest.mark.xfail(
-    strict=False,
-    reason="main still leaks (issue 11): admin, version paths, dream proposals, "
-    "read-before-write, proposal visibility, errors naming hidden paths and labels, store "
-    "listing; remove once those fixes land",
-)
-
 
 def test_no_operation_leaks_or_writes_beyond_rights(
     tmp_path_factory: pytest.TempPathFactory,
