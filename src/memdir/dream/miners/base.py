@@ -28,12 +28,7 @@ from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
 from memdir.core.errors import InvalidInput
-from memdir.dream.miners.failures import (
-    FailureRules,
-    command_text,
-    command_words,
-    simple_commands,
-)
+from memdir.dream.miners.failures import FailureRules, Outcome, command_text, words_of
 from memdir.dream.miners.signature import normalise_command
 from memdir.dream.model import (
     MAX_EXCERPT_CHARS,
@@ -43,6 +38,7 @@ from memdir.dream.model import (
     Signal,
     Thresholds,
 )
+from memdir.dream.shell import SimpleCommand, main_command, parse
 from memdir.transcripts.model import Event
 
 __all__ = [
@@ -179,15 +175,19 @@ def _load_builtins() -> None:
 class Call:
     """A tool call with its result, judged by the failure rules.
 
-    ``index``/``result_index`` are event positions; ``text`` is the call as one line (a shell
-    command, or the input's canonical JSON); ``norm`` the same with ids, times and numbers
-    masked (a mapping input as sorted ``key=value`` words, each value masked); ``words`` the
-    command words of a shell call (``npm ci``), else the tool name. ``text``, ``norm`` and
-    ``words`` are computed on first use: most calls never need them.
+    ``index``/``result_index`` are event positions; ``outcome`` is the result's
+    :data:`~.failures.Outcome` (``failed`` means ``error``: probes, searches that found nothing
+    and test runs that reported failing tests are not tool errors); ``text`` is the call as one
+    line (a shell command, or the input's canonical JSON); ``commands`` a shell call's simple
+    commands (:func:`memdir.dream.shell.parse`); ``literal`` what it ran, as written, without
+    setup (``cd``), redirections or heredoc bodies; ``norm`` the same with ids, times and
+    numbers masked and program families unified (a mapping input as sorted ``key=value`` words,
+    each value masked); ``words`` the command words of a shell call (``npm ci``, ``pytest``),
+    else the tool name. All but ``outcome`` are computed on first use.
     """
 
-    __slots__ = ("_commands", "_norm", "_text", "_words", "failed", "index", "input", "name",
-                 "result", "result_index", "shell")  # fmt: skip
+    __slots__ = ("_commands", "_literal", "_norm", "_text", "_words", "index", "input", "name",
+                 "outcome", "result", "result_index", "shell")  # fmt: skip
 
     def __init__(
         self,
@@ -196,7 +196,7 @@ class Call:
         input: Any,
         result_index: int | None,
         result: Event | None,
-        failed: bool,
+        failed: bool | Outcome,
         command: str | None,
     ) -> None:
         self.index = index
@@ -204,18 +204,51 @@ class Call:
         self.input = input
         self.result_index = result_index
         self.result = result
-        self.failed = failed
+        self.outcome: Outcome = failed if isinstance(failed, str) else ("error" if failed else "ok")
         self.shell = command is not None
         self._text = command
         self._norm: str | None = None
         self._words: str | None = None
-        self._commands: list[list[str]] | None = None
+        self._literal: str | None = None
+        self._commands: list[SimpleCommand] | None = None
+
+    @property
+    def failed(self) -> bool:
+        """Whether the call is a tool error (its outcome is ``error``)."""
+        return self.outcome == "error"
 
     @property
     def text(self) -> str:
         if self._text is None:
             self._text = _call_text(self.input)
         return self._text
+
+    @property
+    def commands(self) -> list[SimpleCommand]:
+        """The simple commands of a shell call (:func:`memdir.dream.shell.parse`), else none."""
+        if self._commands is None:
+            self._commands = parse(self.text) if self.shell else []
+        return self._commands
+
+    @property
+    def work(self) -> list[SimpleCommand]:
+        """The commands that do the work: :attr:`commands` without setup (``cd``, ``export``)."""
+        return [c for c in self.commands if not c.setup] or self.commands[:1]
+
+    @property
+    def literal(self) -> str:
+        """What the call ran, as written (shell: the working commands' words, joined by their
+        operators; heredoc bodies and redirections left out), at most 300 characters."""
+        if self._literal is None:
+            if self.shell:
+                parts: list[str] = []
+                for command in self.work:
+                    parts += [command.text, command.connector]
+                text = " ".join(p for p in parts[:-1] if p and p != "\n") or self.text
+                self._literal = " ".join(text.split())[:300]
+            else:
+                self._literal = self.text[:300]
+        return self._literal
 
     @property
     def norm(self) -> str:
@@ -225,25 +258,25 @@ class Call:
                     f"{k}={normalise_command(v if isinstance(v, str) else _call_text(v), 80)}"
                     for k, v in sorted(self.input.items())
                 )[:200]
+            elif self.shell and self.commands:
+                parts = []
+                for command in self.work:
+                    parts += [" ".join(command.words), command.connector]
+                joined = " ".join(p for p in parts[:-1] if p and p != "\n")
+                self._norm = normalise_command(joined)
             else:
                 self._norm = normalise_command(self.text)
         return self._norm
 
     @property
-    def commands(self) -> list[list[str]]:
-        """The simple commands of a shell call (:func:`simple_commands`), else none."""
-        if self._commands is None:
-            self._commands = simple_commands(self.text) if self.shell else []
-        return self._commands
-
-    @property
     def words(self) -> str:
         if self._words is None:
-            self._words = command_words(self.text) if self.shell else self.name
+            main = main_command(self.commands) if self.shell else None
+            self._words = words_of(main) if main is not None else self.name
         return self._words
 
     def __repr__(self) -> str:
-        return f"Call({self.index}, {self.name!r}, {self.text!r}, failed={self.failed})"
+        return f"Call({self.index}, {self.name!r}, {self.text!r}, {self.outcome})"
 
 
 def _call_text(value: Any) -> str:
@@ -280,7 +313,7 @@ def calls_of(session: Session, rules: FailureRules) -> list[Call]:
         elif event.kind == "tool_result" and event.call_id in latest:
             call, call_event = latest.pop(event.call_id)
             call.result, call.result_index = event, position
-            call.failed = rules.is_failure(call_event, event)
+            call.outcome = rules.classify(call_event, event)
     with _cache_lock:
         _cache = (session, rules, out)
     return out

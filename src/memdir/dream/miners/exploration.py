@@ -21,6 +21,7 @@ from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
 from memdir.dream.model import Session, Signal
+from memdir.dream.shell import SimpleCommand
 from memdir.transcripts.model import bounded_key
 
 __all__ = ["LOOKUP_COMMANDS", "LOOKUP_TOOLS", "ExplorationMiner", "lookup_of"]
@@ -65,12 +66,13 @@ def _range(token: str) -> bool:
     return token.replace(",", "").rstrip("p").isdigit()
 
 
-def _shell_lookup(commands: list[list[str]]) -> str | None:
-    for words in commands:
-        if words[0] in ("cd", "pushd", "export", "source"):
+def _shell_lookup(commands: list[SimpleCommand]) -> str | None:
+    for command in commands:
+        if command.setup:
             continue
-        head = words[0].rsplit("/", 1)[-1]
-        args = words[1:]
+        if command.heredoc is not None or command.writes:
+            return None  # ``cat <<'EOF' > f.py`` writes a file: no lookup
+        head, args = command.program, list(command.args)
         if head == "git" and args[:1] == ["grep"]:
             head, args = "grep", args[1:]
         kind = LOOKUP_COMMANDS.get(head)
@@ -86,7 +88,7 @@ def lookup_of(call: Call) -> str | None:
     """The normalised lookup a call makes (see the module docstring), or None."""
     if call.shell:
         head = call.text.lstrip().split(" ", 1)[0]
-        if head not in LOOKUP_COMMANDS and not any(c in call.text for c in "&|;\n"):
+        if head not in LOOKUP_COMMANDS and not any(c in call.text for c in "&|;\n="):
             return None  # a single command that is no lookup: no need to parse it
         return _shell_lookup(call.commands)
     kind = LOOKUP_TOOLS.get(call.name.lower())
@@ -109,7 +111,7 @@ class ExplorationMiner:
     def mine(self, session: Session) -> Iterator[Signal]:
         seen: set[str] = set()
         for call in calls_of(session, self.rules)[: self.first]:
-            if call.failed:
+            if call.outcome != "ok":  # a failed lookup, or a probe that found nothing
                 continue
             lookup = lookup_of(call)
             if lookup is None or lookup in seen:

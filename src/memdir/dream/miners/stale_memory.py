@@ -30,6 +30,7 @@ from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
 from memdir.dream.miners.recovery import find_recoveries
 from memdir.dream.miners.signature import error_line
 from memdir.dream.model import MemoryFile, Session, Signal
+from memdir.dream.shell import main_command, parse
 from memdir.transcripts.model import bounded_key
 
 __all__ = ["Claim", "StaleMemoryMiner", "claims_of"]
@@ -77,7 +78,8 @@ def claims_of(memory: Sequence[MemoryFile]) -> list[Claim]:
                 continue
             words = tuple(text.split())
             if len(words) >= 2 and _PROGRAM.match(words[0]) and len(words) <= 12:
-                out.append(Claim(file.path, text, "command", words))
+                parsed = main_command(parse(text))  # as calls are read: ``python3 -m pytest``
+                out.append(Claim(file.path, text, "command", parsed.words if parsed else words))
                 seen.add(text)
             elif len(words) == 1 and _FILE.match(text) and not text.startswith("-"):
                 out.append(Claim(file.path, text, "path", words))
@@ -94,7 +96,7 @@ def _runs(call: Call, claim: Claim) -> bool:
     if claim.kind == "path":
         return claim.text in call.text
     size = len(claim.words)
-    return any(tuple(words[:size]) == claim.words for words in call.commands)
+    return any(c.words[:size] == claim.words for c in call.commands)
 
 
 class StaleMemoryMiner:
@@ -114,8 +116,8 @@ class StaleMemoryMiner:
         # Path claims only matter when the call failed: skip the text of the others.
         found = [c for c in self._paths if c.text in call.text] if call.failed else []
         if call.shell:
-            for words in call.commands:
-                found += [c for c in self._by_program.get(words[0], ()) if _runs(call, c)]
+            for command in call.commands:
+                found += [c for c in self._by_program.get(command.program, ()) if _runs(call, c)]
         return found
 
     def mine(self, session: Session) -> Iterator[Signal]:
