@@ -267,7 +267,7 @@ def test_prevalence_thresholds_and_left_out_reasons() -> None:
     assert npm.first_seen == START and npm.last_seen == START + dt.timedelta(hours=130)
     assert len(npm.examples) == 5 and len({e.transcript_id for e in npm.examples}) == 5
     reasons = dict((p.id, r) for p, r in result.left_out)
-    cargo = "tool_errors:Bash|cargo build|<num> unresolved import <str>"
+    cargo = "tool_errors:Bash|cargo build|<num> unresolved import 'serde_json'"
     assert patterns[cargo].sessions == 6
     assert cargo in [p.id for p in result.kept]
     strict = run(140, EngineConfig(Thresholds(min_sessions=7)))

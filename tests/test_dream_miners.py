@@ -141,12 +141,14 @@ def test_command_text_and_words() -> None:
 def test_masking_abstracts_variable_parts() -> None:
     text = (
         "request 3f2b1c9e-1111-4222-8333-444455556666 to https://api.x.io/v1/a?b=1 failed at "
-        "2026-03-01T10:00:00Z reading /srv/app/config.yml: key 'db.host' missing (0x7ffd, 42)"
+        "2026-03-01T10:00:00Z reading /srv/app/config.yml: key 'db.host' = 'a b' missing "
+        "(0x7ffd, 42)"
     )
     assert mask(text).split()[1] == "<id>"
     tokens = mask_tokens(text)
     assert "<url>" in tokens and "<ts>" in tokens and "<path>" in tokens[:12]
     assert "<str>" in tokens and "<hex>" in " ".join(tokens) and "<num>" in tokens
+    assert "'db.host'" in tokens  # a quoted name is the informative literal: kept
     assert mask_tokens("flight HAT030 not available") == ["flight", "<num>", "not", "available"]
 
 

@@ -24,6 +24,7 @@ checkpointed run continues exactly where it stopped.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any, Final
 
 __all__ = [
@@ -41,7 +42,18 @@ WILDCARD: Final = "<*>"
 PLACEHOLDERS: Final = ("<url>", "<id>", "<ts>", "<hex>", "<str>", "<path>", "<num>", WILDCARD)
 _MAX_TOKENS: Final = 40
 
-_MASKS: Final = [
+
+def _quoted(match: re.Match[str]) -> str:
+    """A quoted value: kept when it is a name without digits (or an identifier such as
+    ``'sqlite3'``) — ``No module named 'numpy'`` must not merge with ``'pandas'`` — else
+    ``<str>``."""
+    found = _QUOTED_NAME.fullmatch(match.group(0))
+    if found and (not _DIGIT.search(found.group(2)) or _IDENTIFIER.fullmatch(found.group(2))):
+        return "'" + found.group(2) + "'"
+    return "<str>"
+
+
+_MASKS: Final[list[tuple[re.Pattern[str], str | Callable[[re.Match[str]], str]]]] = [
     (re.compile(r"\b[a-zA-Z][a-zA-Z0-9+.-]*://\S+"), "<url>"),
     (
         re.compile(r"\b[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}\b"),
@@ -55,7 +67,7 @@ _MASKS: Final = [
         "<ts>",
     ),
     (re.compile(r"\b0x[0-9a-fA-F]+\b|\b(?=[0-9a-f]*\d)(?=[0-9a-f]*[a-f])[0-9a-f]{7,}\b"), "<hex>"),
-    (re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`"), "<str>"),
+    (re.compile(r"\"[^\"\n]{0,200}\"|'[^'\n]{0,200}'|`[^`\n]{0,200}`"), _quoted),
     (
         re.compile(
             r"(?<![\w<])(?:~|\.{1,2})?/[\w.@+-]+(?:/[\w.@+-]*)*"
@@ -65,6 +77,12 @@ _MASKS: Final = [
     ),
 ]  # fmt: skip
 _DIGIT: Final = re.compile(r"\d")
+#: Digits inside identifiers are not numbers: ``python3``, ``sqlite3``, ``utf8``, ``Uint8Array``,
+#: ``x86_64`` (a lowercase word ending in at most 3 digits, or digits between letters).
+#: ``HAT030``, ``mia_li_3668``, ``v1.2``, ``E404`` and ``42`` are values.
+_IDENTIFIER: Final = re.compile(r"[a-z]{2,}\d{1,3}|[A-Za-z][A-Za-z_]*\d+[A-Za-z_]\w*")
+#: A quoted literal worth keeping in a signature: a name (module, table, command, symbol).
+_QUOTED_NAME: Final = re.compile(r"""(['"`])([A-Za-z_][\w.:@-]{0,60})\1""")
 _WRAPPED: Final = re.compile(r"[^\w<]*(<(?:url|id|ts|hex|str|path|num)>)[^\w>]*")
 _ERROR_WORDS: Final = re.compile(
     r"error|fail|fatal|exception|denied|not found|no such|cannot|can't|unable|invalid|"
@@ -73,6 +91,14 @@ _ERROR_WORDS: Final = re.compile(
 )
 _ERROR_PREFIX: Final = re.compile(r"^(?:error|Error|ERROR)\s*:\s*")
 _EXIT_LINE: Final = re.compile(r"^(?:Error: )?Exit code:? -?\d+\s*$")
+
+
+def _numeric(token: str) -> bool:
+    """Whether a token holds a value with digits (not an identifier such as ``python3``)."""
+    if not _DIGIT.search(token) or token.startswith("'"):
+        return False
+    parts = [p for p in re.split(r"[.:()\[\]{},;!?]+", token) if _DIGIT.search(p)]
+    return not parts or not all(_IDENTIFIER.fullmatch(p) for p in parts)
 
 
 def mask(text: str) -> str:
@@ -91,14 +117,14 @@ def mask_tokens(text: str, limit: int = _MAX_TOKENS) -> list[str]:
         if bare:
             out.append(bare.group(1))
         else:
-            out.append("<num>" if _DIGIT.search(token) else token)
+            out.append("<num>" if _numeric(token) else token)
     return out
 
 
 def tokens_of(text: str) -> list[str]:
     """Whitespace tokens with digit runs masked but paths and flags kept (inputs, not errors)."""
     return [
-        "<num>" if token.isdigit() or (_DIGIT.search(token) and "/" not in token) else token
+        "<num>" if token.isdigit() or ("/" not in token and _numeric(token)) else token
         for token in _MASKS[1][0].sub("<id>", _MASKS[2][0].sub("<ts>", text)).split()
     ]
 
@@ -108,26 +134,104 @@ def normalise_command(text: str, limit: int = 200) -> str:
     return " ".join(tokens_of(text))[:limit]
 
 
+#: Harness wrapper lines: they say *that* something failed, not what (skipped).
+_WRAPPER_LINES: Final = re.compile(
+    r"^(?:Your proposed edit has introduced new syntax error|ERRORS:$|This is how your edit would|"
+    r"Your changes have NOT been applied|Here is the original code|Edit the file again|"
+    r"DO NOT re-run the same failed edit|\[File: |\(\d+ more lines (?:above|below)\)|"
+    r"</?(?:returncode|output|error)>|(?:Error: )?Exit code:? -?\d+|Command `|"
+    r"\[Command finished with exit code|Process exited with code|OBSERVATION:|"
+    r"=+ ?(?:FAILURES|ERRORS|short test summary info|test session starts)? ?=+$|[-=_~*#]{3,}$|"
+    r"_{3,} .* _{3,}$|Traceback \(most recent call last\)|During handling of the above|"
+    r"The above exception was the direct cause|\(node:\d+\) \w*Warning|\(Use `node --trace|"
+    r"npm (?:warn|WARN|notice)|> \S+@\S+ \S+$|> |\[dotenv@|Warning: |WARNING: |warning: )",
+)
+_SHELL_PREFIX: Final = re.compile(r"^(?:/bin/|/usr/bin/)?(?:ba|z|da|k)?sh: (?:line )?\d*:? ?")
+#: Informative literals, quoted so masking keeps them and Drain does not merge them away.
+_LITERALS: Final = (
+    (re.compile(r"^(?:zsh: )?command not found: (\S+)$"), r"command not found: '\1'"),
+    (re.compile(r"^(\S+): (?:command )?not found$"), r"command not found: '\1'"),
+    (re.compile(r"No module named '?([\w.]+)'?"), r"No module named '\1'"),
+    (re.compile(r"no such table: ([\w.]+)", re.IGNORECASE), r"no such table: '\1'"),
+    (re.compile(r"no such column: ([\w.]+)", re.IGNORECASE), r"no such column: '\1'"),
+)
+#: The exception line that ends a Python traceback (``pkg.mod.SomeError: message``).
+_EXCEPTION: Final = re.compile(
+    r"^(?:E\s+)?([A-Za-z_][\w.]*(?:Error|Exception|Exit|Interrupt|Warning|Fault|Failure|"
+    r"NotFound|Timeout)\b(?::.*)?)$"
+)
+_FLAKE8: Final = re.compile(r"^- ([EFWC]\d{3}) (.*)$")
+_TAIL_CHARS: Final = 20_000
+_HEAD_LINES: Final = 200
+
+
+def _literal(line: str) -> str:
+    line = _SHELL_PREFIX.sub("", line) if _SHELL_PREFIX.match(line) else line
+    for pattern, replacement in _LITERALS:
+        line = pattern.sub(replacement, line)
+    return line
+
+
+def _exception(output: str) -> str | None:
+    """A Python traceback's final exception line, read from the output's tail (bounded)."""
+    tail = output[-_TAIL_CHARS:]
+    at = tail.rfind("Traceback (most recent call last)")
+    if at < 0:
+        return None
+    frames = False
+    for raw in tail[at:].splitlines()[1:]:
+        if raw.startswith((" ", "\t")):
+            frames = True
+            continue
+        line = raw.strip()
+        if not line:
+            continue
+        found = _EXCEPTION.match(line) if frames else None
+        if found:
+            return found.group(1)
+        if line.startswith(("During handling", "The above exception")):
+            frames = False
+    return None
+
+
 def error_line(output: str | None) -> str:
     """The line of an output that says what went wrong, without a leading ``Error:``.
 
-    The first line with an error word (``error``, ``failed``, ``not found``, ``denied``, ...),
-    else the first non-empty line; an ``Exit code N`` line is skipped.
+    In order: a Python traceback's final exception line (searched in the last 20,000
+    characters, so a long traceback's end is found); the first line with an error word
+    (``error``, ``failed``, ``not found``, ``denied``, ...) among the first 200 lines, skipping
+    harness wrappers and section headers (:data:`_WRAPPER_LINES`: ``Your proposed edit has
+    introduced new syntax error(s)``, ``<returncode>``, ``Exit code N``, ``=== FAILURES ===``,
+    node/npm warnings) — an editor's ``- E999 IndentationError: …`` line gives the error
+    without its lint code; else the first such non-wrapper line, else the first line.
+    Informative literals are quoted so masking keeps them: ``bash: foo: command not found`` is
+    ``command not found: 'foo'``, ``No module named numpy`` is ``No module named 'numpy'``.
     """
     if not output:
         return ""
-    first = ""
+    exception = _exception(output)
+    if exception is not None:
+        return _literal(exception)[:400]
+    first = fallback = ""
     for count, raw in enumerate(output.splitlines()):
-        line = raw.strip()
-        if not line or _EXIT_LINE.match(line):
-            continue
-        if not first:
-            first = line
-        if _ERROR_WORDS.search(line):
-            return _ERROR_PREFIX.sub("", line)[:400]
-        if count > 60:
+        if count > _HEAD_LINES:
             break
-    return _ERROR_PREFIX.sub("", first)[:400]
+        line = raw.strip()
+        if not line:
+            continue
+        first = first or line
+        if _WRAPPER_LINES.match(line) or _EXIT_LINE.match(line):
+            continue
+        lint = _FLAKE8.match(line)
+        if lint:
+            line = lint.group(2) if lint.group(1) == "E999" else f"{lint.group(1)} {lint.group(2)}"
+        line = _ERROR_PREFIX.sub("", line)
+        if not line:
+            continue
+        fallback = fallback or line
+        if _ERROR_WORDS.search(line):
+            return _literal(line)[:400]
+    return _literal(_ERROR_PREFIX.sub("", fallback or first))[:400]
 
 
 def literal_phrase(template: str) -> str:
@@ -231,7 +335,12 @@ class Drain:
     def _score(template: list[str], tokens: list[str]) -> float:
         if not tokens:
             return 1.0
-        same = sum(1 for a, b in zip(template, tokens, strict=True) if a == b or a in PLACEHOLDERS)
+        same = 0
+        for a, b in zip(template, tokens, strict=True):
+            if a == b or a in PLACEHOLDERS:
+                same += 1
+            elif a.startswith("'") or b.startswith("'"):
+                return 0.0  # a kept literal (a module's, a command's name) is the cause itself
         return same / len(tokens)
 
     def _route(self, group: str, tokens: list[str]) -> list[str]:
