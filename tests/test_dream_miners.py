@@ -220,7 +220,7 @@ def test_recovery_pairs_a_failure_with_the_similar_call_that_worked() -> None:
     assert signal.variant == "remove --frozen-lockfile"
     assert signal.subject == {
         "tool": "Bash", "failed": "npm ci --frozen-lockfile", "fixed": "npm ci",
-        "change": "remove --frozen-lockfile",
+        "change": "remove --frozen-lockfile", "error": "npm error code EUSAGE",
     }  # fmt: skip
     assert signal.excerpt is not None and (
         signal.excerpt.first_event,
@@ -233,11 +233,18 @@ def test_recovery_needs_a_changed_similar_call_within_three_calls() -> None:
     assert mine("recovery", unchanged) == []
     unrelated = session([("bash", "npm ci --x", "bad", 1), ("bash", "ls -la docs", "a", 0)])
     assert mine("recovery", unrelated) == []
+    # Three calls that do work in between: too far. Probes and lookups do not count.
     far = session([
-        ("bash", "npm ci --frozen-lockfile", "bad", 1), ("bash", "ls", "a", 0),
-        ("bash", "pwd", "/", 0), ("bash", "whoami", "me", 0), ("bash", "npm ci", "ok", 0),
+        ("bash", "npm ci --frozen-lockfile", "bad", 1), ("bash", "make build", "a", 0),
+        ("bash", "git add -A", "", 0), ("bash", "whoami", "me", 0), ("bash", "npm ci", "ok", 0),
     ])  # fmt: skip
     assert mine("recovery", far) == []
+    looked = session([
+        ("bash", "npm ci --frozen-lockfile", "bad", 1), ("bash", "ls", "a", 0),
+        ("bash", "pwd", "/", 0), ("bash", "cat package.json", "{}", 0),
+        ("bash", "grep -rn lockfile .npmrc", "", 1), ("bash", "npm ci", "ok", 0),
+    ])  # fmt: skip
+    assert [s.variant for s in mine("recovery", looked)] == ["remove --frozen-lockfile"]
     api = session([
         ("tool", "create_ticket", {"title": "x", "priority": "urgent"}, "Error: bad", None),
         ("tool", "create_ticket", {"title": "x", "priority": "high"}, '{"id": "T-1"}', None),

@@ -152,8 +152,8 @@ def _body(pattern: Pattern) -> tuple[str, str, list[str]]:
             f"{label}: {s.get('change')} (`{side}` fails)"[:200],
             [
                 f"- Fails: `{s.get('failed')}` (tool `{s.get('tool')}`)",
-                f"- Works: `{s.get('fixed')}` — {s.get('change')} (fixed it {top} of {total} "
-                "times it was fixed)",
+                f"- Works: `{s.get('fixed')}` — {s.get('change')} (worked in {top} of "
+                f"{s.get('failure_sessions', total)} sessions where it failed)",
                 *(["", "Other fixes seen:", *others[:4]] if others else []),
                 "",
                 f"How to check: run `{s.get('fixed')}`.",

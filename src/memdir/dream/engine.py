@@ -33,6 +33,7 @@ from memdir.core.errors import InvalidInput
 from memdir.dream.decide import EXPLAINED_BY, STORE_MINERS, MemoryIndex, decide
 from memdir.dream.miners.base import MemoryMiner, Miner, MinerContext, create, lossy_epsilon
 from memdir.dream.miners.failures import FailureRules
+from memdir.dream.miners.recovery import fix_rates
 from memdir.dream.model import Draft, MemoryFile, Pattern, Session, Signal, Thresholds
 from memdir.dream.placement import Audience, place
 from memdir.dream.reduce import Reducer
@@ -181,6 +182,7 @@ class Engine:
             s for m in self._memory_miners for s in m.mine_memory(self.memory, self.now)
         ]
         patterns = self._reducer.patterns(store_signals)
+        fix_rates(patterns)  # "worked in N of M sessions": recoveries learn M from tool errors
         store = STORE_MINERS | {m.name for m in self._memory_miners}
         kept, left_out = decide(patterns, self.config.thresholds, self.memory, store)
         by_path = {f.path: f for f in self.memory}

@@ -1,20 +1,36 @@
-"""Failure -> recovery: a failing call fixed by a similar call of the same tool soon after.
+"""Failure -> recovery: a failing call fixed by a call that changes how it is run, soon after.
 
-A failing call is paired with the first succeeding call of the same tool among the next
-:data:`WINDOW` tool calls whose input is similar (:func:`similar`: token Jaccard >= 0.5, or a
-token-sequence ratio (difflib, first 60 tokens) >= 0.6, or the same arguments with at most
-half of their values (at least one) changed, or — for short shell commands — the same
-program) and not identical (an unchanged retry teaches nothing). Each success fixes at most
-one failure: the first failure that reaches it (``npm ci --frozen-lockfile``, then ``...
---force``, then ``npm ci`` records the first). The change is a token-level diff
-(:func:`describe_change`): ``add --foo``, ``remove --bar``, ``replace X with Y``, ``correct
-path X to Y``.
+A failing call (outcome ``error``) is paired with the first later call of the same tool that
+**worked** (outcome ``ok``, or ``tests-failed``: a test runner that ran and reported failing
+tests is a fix for "the runner does not start") and is **another try of it** (:func:`similar`),
+among the next :data:`WINDOW` tool calls — not counting probes and lookups in between
+(:func:`is_probe`: ``ls``, ``cat``, ``grep``, ``which``, a file read, a probe's or search's
+"no"), which agents make while they find the fix. An identical retry (the same text) is not a
+recovery; each success fixes at most one failure (the first that reaches it).
+
+For shell calls, another try is an **argument-preserving substitution** of the command that does
+the work (:func:`substitution`): the same program family (``pytest X`` and ``python -m pytest
+X`` both run ``pytest``; ``pip3`` is ``pip``), every positional argument of the failing command
+kept in order (``make test`` -> ``make -C build test``, ``pip install x`` -> ``pip install
+--user x``; options may come and go), except that a subcommand tool may change its subcommand
+(``make test`` -> ``make check``) — and never another script of the same interpreter
+(``python a.py`` -> ``python b.py`` is a different program, not a fix). Other tools: token
+Jaccard >= 0.5, a token-sequence ratio (difflib, first 60 tokens) >= 0.6, or the same
+arguments with at most half of their values (at least one) changed.
+
+The change is a token-level diff (:func:`describe_change`): ``add --foo``, ``remove --bar``,
+``replace X with Y``, ``correct path X to Y``; a change of whitespace only (an editor body
+re-indented) is ``fix the indentation``.
 
 Key: ``tool|command words|failing side`` — the tokens the fix removed or replaced (``Bash|npm
-ci|--frozen-lockfile``, ``create_ticket|priority=urgent``), or ``+`` and those it
-added — so every fix tried for one failing flag or value counts under one pattern, whatever
-else varies in the input, with each change a ``variant`` (how often it worked). Subject: ``tool``,
-``failed``, ``fixed``, ``change`` (the most frequent variant's, once reduced).
+ci|--frozen-lockfile``, ``create_ticket|priority=urgent``), or ``+`` and those it added — so
+every fix tried for one failing flag or value counts under one pattern, whatever else varies
+in the input, with each change a ``variant`` (in how many sessions it worked). Subject:
+``tool``, ``failed`` and ``fixed`` (the literal commands of the top variant's session, heredoc
+bodies and redirections left out: what a note should quote), ``change``, ``error`` (the
+failing call's error line); :func:`fix_rates` adds ``failure_sessions`` (the sessions where
+the failure it fixes occurred) once patterns are reduced, so a draft can say "worked in 41 of
+44 sessions".
 """
 
 from __future__ import annotations
@@ -24,11 +40,23 @@ from collections.abc import Iterator, Sequence
 from typing import ClassVar, Final
 
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
+from memdir.dream.miners.failures import SUBCOMMAND_TOOLS
 from memdir.dream.miners.signature import error_line, tokens_of
-from memdir.dream.model import Session, Signal
+from memdir.dream.model import Pattern, Session, Signal
 from memdir.transcripts.model import bounded_key
 
-__all__ = ["WINDOW", "RecoveryMiner", "describe_change", "find_recoveries", "similar"]
+__all__ = [
+    "INTERPRETERS",
+    "LOOKUPS",
+    "WINDOW",
+    "RecoveryMiner",
+    "describe_change",
+    "find_recoveries",
+    "fix_rates",
+    "is_probe",
+    "similar",
+    "substitution",
+]
 
 #: A fix must come within this many later tool calls.
 WINDOW: Final = 3
@@ -40,17 +68,73 @@ def input_tokens(call: Call) -> list[str]:
     """Tokens to compare and diff: a shell command's words, else the input's ``key=value``s
     (values masked as in :attr:`Call.norm`)."""
     if call.shell or not isinstance(call.input, dict):
-        return tokens_of(call.text)
+        return tokens_of(call.literal if call.shell else call.text)
     return call.norm.split(" ")
+
+
+#: Programs whose first positional argument is the program itself (a script).
+INTERPRETERS: Final = frozenset({"python", "node", "ruby", "perl", "php", "bash", "sh", "zsh",
+                                 "tsx", "ts-node", "deno", "bun", "Rscript", "julia", "lua",
+                                 "java", "go run", "dotnet run"})  # fmt: skip
+#: Shell programs that only look (their calls between a failure and its fix are skipped).
+LOOKUPS: Final = frozenset({"ls", "cat", "head", "tail", "less", "grep", "rg", "ag", "find",
+                            "fd", "tree", "pwd", "echo", "which", "type", "file", "stat", "wc",
+                            "git status", "git log", "git diff", "git show", "open", "goto",
+                            "scroll_up", "scroll_down", "search_file", "search_dir",
+                            "find_file", "sed -n", "nl", "du", "env", "printenv"})  # fmt: skip
+_READ_TOOLS: Final = frozenset({"read", "read_file", "view", "view_file", "ls", "list_dir",
+                                "glob", "grep", "search_files", "todoread"})  # fmt: skip
+
+
+def is_probe(call: Call) -> bool:
+    """Whether a call only looks around (see the module docstring): skipped by the window."""
+    if call.outcome in ("probe", "no-match"):
+        return True
+    if not call.shell:
+        return call.name.lower() in _READ_TOOLS
+    work = call.work
+    return (
+        bool(work)
+        and all(
+            c.program in LOOKUPS or f"{c.program} {c.args[0] if c.args else ''}".strip() in LOOKUPS
+            for c in work
+        )
+        and not any(c.writes for c in work)
+    )
+
+
+def _positional(words: Sequence[str]) -> list[str]:
+    return [w for w in words if not w.startswith("-")]
+
+
+def _subsequence(needle: Sequence[str], hay: Sequence[str]) -> bool:
+    it = iter(hay)
+    return all(any(h == n for h in it) for n in needle)
+
+
+def substitution(a: Call, b: Call) -> bool:
+    """Whether shell call ``b`` runs ``a``'s command another way (see the module docstring)."""
+    fa, fb = a.work, b.work
+    if not fa or not fb:
+        return False
+    ma, mb = fa[0], fb[0]
+    if ma.program != mb.program:
+        return False
+    pa, pb = _positional(ma.args), _positional(mb.args)
+    if ma.program in INTERPRETERS:
+        return pa[:1] == pb[:1]
+    if _subsequence(pa, pb):
+        return True
+    return ma.program in SUBCOMMAND_TOOLS and bool(pa) and bool(pb) and _subsequence(pa[1:], pb[1:])
 
 
 def similar(a: Call, b: Call) -> bool:
     """Whether ``b`` looks like another try of ``a`` (see the module docstring)."""
+    if a.shell and b.shell and a.commands and b.commands:
+        return substitution(a, b)
     ta, tb = input_tokens(a), input_tokens(b)
     sa, sb = set(ta), set(tb)
     if sa and sb and len(sa & sb) / len(sa | sb) >= _JACCARD:
-        return True
-    if a.shell and b.shell and ta and tb and ta[0] == tb[0] and max(len(ta), len(tb)) <= 6:
         return True
     x, y = a.input, b.input
     if not a.shell and isinstance(x, dict) and isinstance(y, dict) and x and x.keys() == y.keys():
@@ -99,21 +183,68 @@ def diff(before: Sequence[str], after: Sequence[str]) -> tuple[str, list[str]]:
     return (text if len(text) <= 200 else text[:199] + "…"), side
 
 
+def _change(failed: Call, fixed: Call) -> tuple[str, list[str]]:
+    change, side = diff(input_tokens(failed), input_tokens(fixed))
+    if change == "retry unchanged" and failed.text != fixed.text:
+        body = fixed.commands[0].heredoc if fixed.shell and fixed.commands else None
+        if failed.text.split() == fixed.text.split():
+            return "fix the indentation", ["whitespace"]
+        return ("change the body" if body is not None else "change the input"), ["body"]
+    return change, side
+
+
+def _body_of(call: Call) -> bool:
+    return any(c.heredoc is not None for c in call.commands)
+
+
+def _retry(a: Call, b: Call) -> bool:
+    """An unchanged retry: the same text, or only masked values (ids, numbers) changed."""
+    if a.text == b.text:
+        return True
+    return a.norm == b.norm and not _body_of(a) and not _body_of(b)
+
+
 def find_recoveries(calls: Sequence[Call], window: int = WINDOW) -> Iterator[tuple[Call, Call]]:
     """``(failed, fixed)`` pairs of one session, in order (see the module docstring)."""
     claimed: set[int] = set()
     for position, call in enumerate(calls):
         if not call.failed:
             continue
-        for later in calls[position + 1 : position + 1 + window]:
-            if later.name != call.name or later.norm == call.norm or not similar(call, later):
+        budget = window
+        for later in calls[position + 1 :]:
+            if budget <= 0:
+                break
+            if later.name != call.name or _retry(call, later) or not similar(call, later):
+                if not is_probe(later):
+                    budget -= 1
                 continue
             if later.failed:
+                budget -= 1
                 continue
             if later.result is not None and later.index not in claimed:
                 claimed.add(later.index)
                 yield call, later
             break
+
+
+def fix_rates(patterns: Sequence[Pattern]) -> None:
+    """Give each recovery pattern ``subject["failure_sessions"]``: the sessions of the tool
+    errors it fixed (those whose links name it), so "worked in N of M sessions" can be said.
+
+    A recovery is linked from the tool error of its failing call in every session it fixed
+    (see :func:`memdir.dream.engine.links_of`); ``M`` is the largest such error's session
+    count (at least the recovery's own).
+    """
+    failing: dict[str, int] = {}
+    for pattern in patterns:
+        if pattern.miner != "tool_errors":
+            continue
+        for target in pattern.links:
+            if target.startswith("recovery:"):
+                failing[target] = max(failing.get(target, 0), pattern.sessions)
+    for pattern in patterns:
+        if pattern.miner == "recovery":
+            pattern.subject["failure_sessions"] = max(failing.get(pattern.id, 0), pattern.sessions)
 
 
 class RecoveryMiner:
@@ -124,7 +255,7 @@ class RecoveryMiner:
 
     def mine(self, session: Session) -> Iterator[Signal]:
         for failed, fixed in find_recoveries(calls_of(session, self.rules)):
-            change, side = diff(input_tokens(failed), input_tokens(fixed))
+            change, side = _change(failed, fixed)
             error = error_line(failed.result.output if failed.result else None)
             last = fixed.result_index if fixed.result_index is not None else fixed.index
             yield Signal(
@@ -134,11 +265,12 @@ class RecoveryMiner:
                 ),
                 subject={
                     "tool": failed.name,
-                    "failed": failed.norm,
-                    "fixed": fixed.norm,
+                    "failed": failed.literal,
+                    "fixed": fixed.literal,
                     "change": change,
+                    "error": error[:200],
                 },
-                title=f"{failed.norm} fails; {change} works",
+                title=f"{failed.literal[:80]} fails; {change} works",
                 excerpt=excerpt(
                     session,
                     failed.index,
