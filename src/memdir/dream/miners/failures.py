@@ -15,6 +15,10 @@ all of it into one :data:`Outcome` per call:
   ``diff``/``cmp``/``git diff`` finding differences (:attr:`FailureRules.probes`);
 - ``no-match`` — a search that found nothing: ``grep``/``rg``/``ag``/``ack``/``git grep``/
   ``pgrep`` exiting 1, or (without an exit code) with no output (:attr:`FailureRules.searchers`);
+- ``rejected`` — a person refused or interrupted the call (``The user doesn't want to proceed
+  with this tool use``, ``[Request interrupted by user``, ``Permission prompt was aborted``;
+  :attr:`FailureRules.rejections`): not the tool's failure (other miners read the person's
+  reasons);
 - ``tests-failed`` — a test runner (:attr:`FailureRules.test_runners`: ``pytest``, ``python -m
   pytest``, ``npm test``, ``cargo test``, ``go test``, ``jest``, ``tox``, …) that ran and
   printed its report with failures (:data:`TEST_REPORT`): an outcome of the code under test,
@@ -27,7 +31,8 @@ The order of the rules, for a call and its result:
    states at the start or end of the output (:data:`EXIT_CODE_WRAPPERS`). ``0`` is ``ok``
    (unless the source flagged the result anyway).
 2. **Failed at all?** A non-zero code, else the source's ``is_error``, else an output starting
-   with ``Error: ``. Not failed: ``ok``.
+   with ``Error: ``. Not failed: ``ok``. A failed result that opens with a rejection is
+   ``rejected``.
 3. **Per program** (shell calls, parsed by :func:`memdir.dream.shell.parse`; setup commands
    such as ``cd`` are skipped): a test runner in the line whose output holds a test report is
    ``tests-failed``; the command whose status the line returns (the last: ``cat x | grep y`` is
@@ -59,6 +64,7 @@ from memdir.transcripts.model import Event
 __all__ = [
     "DEFAULT_OK_EXIT_CODES",
     "DEFAULT_PROBES",
+    "DEFAULT_REJECTIONS",
     "DEFAULT_SEARCHERS",
     "DEFAULT_TEST_RUNNERS",
     "EXIT_CODE_WRAPPERS",
@@ -74,8 +80,16 @@ __all__ = [
     "simple_commands",
 ]
 
-Outcome = Literal["ok", "error", "probe", "no-match", "tests-failed"]
-OUTCOMES: Final = ("ok", "error", "probe", "no-match", "tests-failed")
+Outcome = Literal["ok", "error", "probe", "no-match", "tests-failed", "rejected"]
+OUTCOMES: Final = ("ok", "error", "probe", "no-match", "tests-failed", "rejected")
+#: Results that say a person refused or interrupted the call: not the tool's failure.
+DEFAULT_REJECTIONS: Final = (
+    r"The user doesn't want to (?:proceed|take this action)",
+    r"\[Request interrupted by user",
+    r"Permission prompt was aborted",
+    r"(?:The )?[Uu]ser (?:rejected|denied|declined) (?:the |this )?(?:tool|command|request)",
+    r"Tool use was (?:rejected|cancelled|canceled)",
+)
 
 #: Tool names (lowercased) whose input is a shell command line.
 SHELL_TOOLS: Final = frozenset(
@@ -173,6 +187,7 @@ _SUBCOMMAND_NAMES: Final = """apt apt-get brew bun bundle cargo composer conda d
 gh git go gradle helm just kubectl make mix mvn npm npx nx pip pnpm poetry rake rustup task
 terraform turbo uv yarn"""
 SUBCOMMAND_TOOLS: Final = frozenset(_SUBCOMMAND_NAMES.split())
+_SCRIPT_RUNNERS: Final = frozenset({"npm", "yarn", "pnpm", "bun", "deno", "uv", "poetry"})
 _SUBCOMMAND: Final = re.compile(r"^[a-z][a-z0-9:_-]*$")
 _SHELLS: Final = frozenset({"bash", "sh", "zsh", "/bin/bash", "/bin/sh", "/usr/bin/bash"})
 
@@ -200,10 +215,14 @@ def simple_commands(text: str) -> list[list[str]]:
 
 
 def words_of(command: SimpleCommand) -> str:
-    """One or two words naming what a simple command runs: ``npm ci``, ``pytest``."""
-    head = command.program
-    if head in SUBCOMMAND_TOOLS and command.args and _SUBCOMMAND.match(command.args[0]):
-        return f"{head} {command.args[0]}"
+    """The words naming what a simple command runs: ``npm ci``, ``pytest``, ``npm run lint``
+    (a package manager's ``run`` keeps the script's name)."""
+    head, args = command.program, command.args
+    if head in SUBCOMMAND_TOOLS and args and _SUBCOMMAND.match(args[0]):
+        script = args[1] if args[0] == "run" and len(args) > 1 else ""
+        if head in _SCRIPT_RUNNERS and _SUBCOMMAND.match(script):
+            return f"{head} run {script}"
+        return f"{head} {args[0]}"
     return head
 
 
@@ -257,6 +276,7 @@ class FailureRules:
     probes: Mapping[str, str] = field(default_factory=lambda: DEFAULT_PROBES)
     searchers: frozenset[str] = DEFAULT_SEARCHERS
     test_runners: frozenset[str] = DEFAULT_TEST_RUNNERS
+    rejections: tuple[str, ...] = DEFAULT_REJECTIONS
 
     def with_ok_exit(self, command: str, *codes: int) -> FailureRules:
         """A copy where ``command`` (one or two words) exiting with ``codes`` is no failure."""
@@ -321,6 +341,9 @@ class FailureRules:
             failed = output.startswith(self.error_prefix)
         if not failed:
             return "ok"
+        head = output.lstrip()[:300]
+        if any(re.match(r, head) for r in self.rejections):
+            return "rejected"
         command = command_text(call.input) if self.is_shell(call.name, call.input) else None
         if command is None:
             return "error"

@@ -43,6 +43,7 @@ from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
 from memdir.dream.miners.failures import SUBCOMMAND_TOOLS
 from memdir.dream.miners.signature import error_line, tokens_of
 from memdir.dream.model import Pattern, Session, Signal
+from memdir.dream.shell import SimpleCommand
 from memdir.transcripts.model import bounded_key
 
 __all__ = [
@@ -115,9 +116,12 @@ def _subsequence(needle: Sequence[str], hay: Sequence[str]) -> bool:
 def substitution(a: Call, b: Call) -> bool:
     """Whether shell call ``b`` runs ``a``'s command another way (see the module docstring)."""
     fa, fb = a.work, b.work
-    if not fa or not fb:
-        return False
-    ma, mb = fa[0], fb[0]
+    if not fa or len(fa) != len(fb):
+        return False  # ``build && test`` -> ``build`` drops the step that failed: no fix
+    return all(_substitutes(ma, mb) for ma, mb in zip(fa, fb, strict=True))
+
+
+def _substitutes(ma: SimpleCommand, mb: SimpleCommand) -> bool:
     if ma.program != mb.program:
         return False
     pa, pb = _positional(ma.args), _positional(mb.args)
@@ -270,7 +274,8 @@ class RecoveryMiner:
                     "change": change,
                     "error": error[:200],
                 },
-                title=f"{failed.literal[:80]} fails; {change} works",
+                title=f"`{failed.literal[:80]}` fails ({error[:80] or 'no output'}); "
+                f"{change} works",
                 excerpt=excerpt(
                     session,
                     failed.index,

@@ -144,7 +144,8 @@ _WRAPPER_LINES: Final = re.compile(
     r"=+ ?(?:FAILURES|ERRORS|short test summary info|test session starts)? ?=+$|[-=_~*#]{3,}$|"
     r"_{3,} .* _{3,}$|Traceback \(most recent call last\)|During handling of the above|"
     r"The above exception was the direct cause|\(node:\d+\) \w*Warning|\(Use `node --trace|"
-    r"npm (?:warn|WARN|notice)|> \S+@\S+ \S+$|> |\[dotenv@|Warning: |WARNING: |warning: )",
+    r"npm (?:warn|WARN|notice)|> \S+@\S+ \S+$|> |\[dotenv@|Warning: |WARNING: |warning: |"
+    r".{0,40}\[(?:INFO|DEBUG|TRACE|WARN|WARNING)\]|(?:INFO|DEBUG)[: ])",
 )
 _SHELL_PREFIX: Final = re.compile(r"^(?:/bin/|/usr/bin/)?(?:ba|z|da|k)?sh: (?:line )?\d*:? ?")
 #: Informative literals, quoted so masking keeps them and Drain does not merge them away.
@@ -163,10 +164,15 @@ _EXCEPTION: Final = re.compile(
 _FLAKE8: Final = re.compile(r"^- ([EFWC]\d{3}) (.*)$")
 _TAIL_CHARS: Final = 20_000
 _HEAD_LINES: Final = 200
+_LOG_PREFIX: Final = re.compile(
+    r"^\[?\d{4}-\d\d-\d\d[T ][\d:.]+Z?\]?\s*(?:\[?(?:ERROR|FATAL|CRITICAL)\]?:?\s*)?"
+)
+_TIMED_OUT: Final = re.compile(r"^((?:Command )?timed out after \S+).*", re.IGNORECASE)
 
 
 def _literal(line: str) -> str:
     line = _SHELL_PREFIX.sub("", line) if _SHELL_PREFIX.match(line) else line
+    line = _TIMED_OUT.sub(r"\1", _LOG_PREFIX.sub("", line))
     for pattern, replacement in _LITERALS:
         line = pattern.sub(replacement, line)
     return line
