@@ -136,7 +136,7 @@ DEFAULT_OK_EXIT_CODES: Final[Mapping[str, frozenset[int]]] = MappingProxyType(
 DEFAULT_SEARCHERS: Final = frozenset({"grep", "egrep", "fgrep", "rg", "ag", "ack", "git grep",
                                       "pgrep", "zgrep", "find", "fd", "locate"})  # fmt: skip
 _MISSING: Final = (
-    r"no such file|not found|does not exist|cannot access|cannot remove|cannot stat|"
+    r"no such file|not found|does not exist|cannot access|cannot stat|"
     r"can't open|cannot open|no such process"
 )
 #: Probes -> the output a failure of theirs must show to be one ("" = any failure).

@@ -36,6 +36,7 @@ the failure it fixes occurred) once patterns are reduced, so a draft can say "wo
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterator, Sequence
 from typing import ClassVar, Final
 
@@ -62,6 +63,7 @@ __all__ = [
 #: A fix must come within this many later tool calls.
 WINDOW: Final = 3
 _JACCARD: Final = 0.5
+_DIGITS: Final = re.compile(r"\d+")
 _RATIO: Final = 0.6
 
 
@@ -105,7 +107,8 @@ def is_probe(call: Call) -> bool:
 
 
 def _positional(words: Sequence[str]) -> list[str]:
-    return [w for w in words if not w.startswith("-")]
+    """Arguments that are not options, whitespace-normalised (a re-indented body is the same)."""
+    return [" ".join(w.split()) for w in words if not w.startswith("-")]
 
 
 def _subsequence(needle: Sequence[str], hay: Sequence[str]) -> bool:
@@ -197,15 +200,13 @@ def _change(failed: Call, fixed: Call) -> tuple[str, list[str]]:
     return change, side
 
 
-def _body_of(call: Call) -> bool:
-    return any(c.heredoc is not None for c in call.commands)
-
-
 def _retry(a: Call, b: Call) -> bool:
-    """An unchanged retry: the same text, or only masked values (ids, numbers) changed."""
+    """An unchanged retry: the same text but for numbers (shell), or the same masked input."""
     if a.text == b.text:
         return True
-    return a.norm == b.norm and not _body_of(a) and not _body_of(b)
+    if a.shell and b.shell:  # ``pytest`` -> ``python -m pytest``, a re-indented body: changes
+        return _DIGITS.sub("0", a.text) == _DIGITS.sub("0", b.text)
+    return a.norm == b.norm
 
 
 def find_recoveries(calls: Sequence[Call], window: int = WINDOW) -> Iterator[tuple[Call, Call]]:

@@ -228,6 +228,8 @@ def error_line(output: str | None) -> str:
         first = first or line
         if _WRAPPER_LINES.match(line) or _EXIT_LINE.match(line):
             continue
+        if line.startswith("E ") and line[2:3] in (" ", ""):
+            line = line[1:].strip()  # pytest's failure lines: ``E   KeyError: 'x'``
         lint = _FLAKE8.match(line)
         if lint:
             line = lint.group(2) if lint.group(1) == "E999" else f"{lint.group(1)} {lint.group(2)}"
