@@ -308,9 +308,9 @@ def test_swe_agent_editor_bodies_and_the_indentation_fix() -> None:
     indent = {f for f, _, o in steps if "E999 IndentationError: unexpected indent" in o}
     fixed: set[str] = set()
     for (f, a, o), (g, b, p) in itertools.pairwise(steps):
-        if f == g and "E999 IndentationError" in o and a != b and a.split() == b.split():
-            if "syntax error" not in p:  # the editor took the re-indented edit
-                fixed.add(f)
+        reindented = f == g and a != b and a.split() == b.split()
+        if reindented and "E999 IndentationError" in o and "syntax error" not in p:
+            fixed.add(f)  # the editor took the re-indented edit
     sessions = _sessions(SWE)
     engine = Engine(EngineConfig(thresholds=Thresholds(min_sessions=2, min_prevalence=0)), [], NOW)
     for session in sessions:
@@ -383,3 +383,18 @@ def test_happy_cli_test_runs_and_rejections_are_not_tool_errors() -> None:
 
 def _output(call: Call) -> str:
     return (call.result.output or "") if call.result is not None else ""
+
+
+def test_heredoc_writes_are_no_lookups_and_no_loop_of_their_bodies() -> None:
+    from memdir.dream.miners.exploration import lookup_of
+
+    calls = calls_of(
+        _session([
+            ("cat <<'EOF' > reproduce.py\nimport x\nEOF", "", 0),
+            ("cat reproduce.py", "import x", 0),
+            ("cd src && grep -rn TODO . | head -5", "a.py:1: TODO", 0),
+        ]),
+        RULES,
+    )  # fmt: skip
+    assert [lookup_of(c) for c in calls] == [None, "read reproduce.py", "search TODO"]
+    assert calls[0].literal == "cat" and calls[0].commands[0].writes == ("reproduce.py",)

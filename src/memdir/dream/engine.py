@@ -41,7 +41,7 @@ from memdir.transcripts.model import TranscriptInfo
 
 __all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of", "lossy_epsilon"]
 
-STATE_VERSION: Final = 2  # 2: patterns keep their source classes (placement)
+STATE_VERSION: Final = 3  # 2: patterns keep their source classes; 3: parsed shell, quoted literals
 
 
 @dataclass(frozen=True)

@@ -24,8 +24,9 @@ the same pattern supersedes the earlier open one.
 ==================  ================================================================
 ``tool_errors``     ``tool``, ``signature`` (the normalised error template), ``input``
                     (a representative normalised input)
-``recovery``        ``tool``, ``failed`` and ``fixed`` (normalised inputs), ``change``
-                    (what made it work, e.g. ``"replace --frozen with --locked"``)
+``recovery``        ``tool``, ``failed`` and ``fixed`` (the literal commands), ``change``
+                    (what made it work, e.g. ``"replace --frozen with --locked"``),
+                    ``error``, ``failure_sessions`` (sessions the failure occurred in)
 ``corrections``     ``text`` (a representative correction), ``terms`` (its key terms)
 ``exploration``     ``tool``, ``input`` (the lookup, normalised)
 ``loops``           ``tool``, ``input``

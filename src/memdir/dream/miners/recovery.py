@@ -20,7 +20,8 @@ arguments with at most half of their values (at least one) changed.
 
 The change is a token-level diff (:func:`describe_change`): ``add --foo``, ``remove --bar``,
 ``replace X with Y``, ``correct path X to Y``; a change of whitespace only (an editor body
-re-indented) is ``fix the indentation``.
+re-indented) is ``fix the indentation``, of a body only ``change the body`` — and then the
+failing side is the masked error line (``IndentationError: unexpected indent``).
 
 Key: ``tool|command words|failing side`` — the tokens the fix removed or replaced (``Bash|npm
 ci|--frozen-lockfile``, ``create_ticket|priority=urgent``), or ``+`` and those it added — so
@@ -42,7 +43,7 @@ from typing import ClassVar, Final
 
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
 from memdir.dream.miners.failures import SUBCOMMAND_TOOLS
-from memdir.dream.miners.signature import error_line, tokens_of
+from memdir.dream.miners.signature import error_line, mask_tokens, tokens_of
 from memdir.dream.model import Pattern, Session, Signal
 from memdir.dream.shell import SimpleCommand
 from memdir.transcripts.model import bounded_key
@@ -190,13 +191,15 @@ def diff(before: Sequence[str], after: Sequence[str]) -> tuple[str, list[str]]:
     return (text if len(text) <= 200 else text[:199] + "…"), side
 
 
-def _change(failed: Call, fixed: Call) -> tuple[str, list[str]]:
+def _change(failed: Call, fixed: Call, error: str) -> tuple[str, list[str]]:
+    """The change and the failing side; when only a body or whitespace changed, the failing
+    side is the (masked) error the body caused, so the key says what went wrong."""
     change, side = diff(input_tokens(failed), input_tokens(fixed))
     if change == "retry unchanged" and failed.text != fixed.text:
-        body = fixed.commands[0].heredoc if fixed.shell and fixed.commands else None
+        cause = [" ".join(mask_tokens(error, 12))] if error else ["body"]
         if failed.text.split() == fixed.text.split():
-            return "fix the indentation", ["whitespace"]
-        return ("change the body" if body is not None else "change the input"), ["body"]
+            return "fix the indentation", cause
+        return "change the body", cause
     return change, side
 
 
@@ -260,8 +263,8 @@ class RecoveryMiner:
 
     def mine(self, session: Session) -> Iterator[Signal]:
         for failed, fixed in find_recoveries(calls_of(session, self.rules)):
-            change, side = _change(failed, fixed)
             error = error_line(failed.result.output if failed.result else None)
+            change, side = _change(failed, fixed, error)
             last = fixed.result_index if fixed.result_index is not None else fixed.index
             yield Signal(
                 miner=self.name,
