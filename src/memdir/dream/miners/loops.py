@@ -83,8 +83,8 @@ class LoopsMiner:
             yield Signal(
                 miner=self.name,
                 key=key,
-                subject={"tool": first.name, "input": first.norm},
-                title=f"{first.name} called {len(run)} times in a row: {first.norm}",
+                subject={"tool": first.name, "input": first.literal if first.shell else first.norm},
+                title=f"{first.name} called {len(run)} times in a row: {first.literal[:120]}",
                 excerpt=excerpt(
                     session,
                     first.index,

@@ -140,9 +140,9 @@ class StaleMemoryMiner:
         for claim, call in sorted(failing.items(), key=lambda kv: (kv[1].index, kv[0].text)):
             fixed = fixes.get(call.index)
             error = error_line(call.result.output if call.result else None)[:200]
-            evidence = f"`{call.norm}` fails: {error}"
+            evidence = f"`{call.literal}` fails: {error}"
             if fixed is not None:
-                evidence += f"; `{fixed.norm}` works"
+                evidence += f"; `{fixed.literal}` works"
             end = fixed if fixed is not None else call
             last = end.result_index if end.result_index is not None else end.index
             text = f"{call.name}: {call.text}\n-> {error}"
@@ -153,7 +153,7 @@ class StaleMemoryMiner:
                 key=bounded_key(f"{claim.path}|{claim.text}"),
                 subject={"path": claim.path, "claim": claim.text, "evidence": evidence},
                 title=f"`{claim.text}` in {claim.path} now fails"
-                + (f"; `{fixed.norm}` works" if fixed is not None else ""),
+                + (f"; `{fixed.literal}` works" if fixed is not None else ""),
                 excerpt=excerpt(session, call.index, last, text),
                 variant=fixed.norm if fixed is not None else "",
             )

@@ -9,7 +9,8 @@ Key: ``tool|command words|template`` (``Bash|npm ci|npm ERR! code <str>``) — f
 only. When a later error generalises a template, the miner reports the rename so the counts
 move with it; templates too rare to matter are forgotten (lossy counting, see
 :class:`~.signature.Drain`). Subject: ``tool``, ``command`` (shell calls), ``signature``,
-``input`` (the latest failing input, normalised). Excerpt: the call and its error line.
+``input`` (the latest failing input: a shell command as written, without heredoc bodies and
+redirections; other inputs normalised). Excerpt: the call and its error line.
 """
 
 from __future__ import annotations
@@ -67,7 +68,8 @@ class ToolErrorsMiner:
 
     def _signal(self, session: Session, index: int, call: Call, line: str) -> Signal:
         template = self.drain.template(index)
-        subject: dict[str, Any] = {"tool": call.name, "signature": template, "input": call.norm}
+        shown = call.literal if call.shell else call.norm  # a shell command as written
+        subject: dict[str, Any] = {"tool": call.name, "signature": template, "input": shown}
         if call.shell:
             subject["command"] = call.words
         label = call.words if call.shell else call.name
