@@ -83,7 +83,7 @@ def test_failed_precondition_fails_even_when_content_is_equal(db: str) -> None:
 
 def test_non_utf8_stdin_is_refused_and_changes_nothing(db: str) -> None:
     result = run(db, "write", "/bin.md", "--create", input=b"\xff\xfeoops")
-    assert result.exit_code == 1
+    assert result.exit_code == 2
     assert "not valid UTF-8" in result.stderr
     assert run(db, "read", "/bin.md").exit_code == 5
 

@@ -80,7 +80,7 @@ def test_matrix(svc: MemoryService, world: dict[str, Principal], scope: str) -> 
             with pytest.raises(NotFound) as missing:
                 svc.read(who, STORE, path)
             assert missing.value.message == (
-                f"{path} does not exist; list files with `memdir ls` or search with `memdir search`"
+                f"{path} does not exist; list its directory or search for it"
             )
         # write (an atomic edit)
         before = svc.read(OWNER, STORE, path).sha256

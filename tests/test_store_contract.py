@@ -715,8 +715,8 @@ def test_diff(svc: Any) -> None:
     svc.rename(OWNER, STORE, "/a.md", "/b.md")
     text = svc.diff(OWNER, STORE, "/b.md", 1, 2)
     assert text.splitlines() == [
-        "--- /a.md@1",
-        "+++ /a.md@2",
+        "--- a/a.md\tversion 1",
+        "+++ b/a.md\tversion 2",
         "@@ -1,3 +1,3 @@",
         " one",
         "-two",
@@ -724,7 +724,7 @@ def test_diff(svc: Any) -> None:
         " three",
     ]
     to_current = svc.diff(OWNER, STORE, "/b.md", 1)
-    assert "+++ /b.md@3" in to_current and "-two" in to_current
+    assert "+++ b/b.md\tversion 3" in to_current and "-two" in to_current
     assert svc.diff(OWNER, STORE, "/b.md", 2, 3) == ""
     with pytest.raises(NotFound):
         svc.diff(OWNER, STORE, "/b.md", 1, 9)

@@ -114,10 +114,7 @@ def database_check(principal: Principal, action: str, resource: str = DATABASE) 
 
 def missing(path: str) -> NotFound:
     """The one message for a file that does not exist or may not be seen."""
-    return NotFound(
-        f"{path} does not exist; list files with `memdir ls` or search with `memdir search`",
-        path=path,
-    )
+    return NotFound(f"{path} does not exist", hint="find", path=path)
 
 
 def unplaceable(path: str) -> NotFound:
@@ -127,8 +124,8 @@ def unplaceable(path: str) -> NotFound:
     existence oracle; it is a NotFound (404 / exit 5) like every answer about such a path.
     """
     return NotFound(
-        f"cannot create {path}: it is not among the paths you may read and write; create it "
-        "under a directory you can list with `memdir ls`",
+        f"cannot create {path}: it is not among the paths you may read and write",
+        hint="placeable",
         path=path,
     )
 

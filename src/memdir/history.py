@@ -259,11 +259,15 @@ class HistoryMixin(ServiceBase):
             access = self._access(repo, row.id, principal)
             old = self._read(repo, row.id, access, path, a)
             new = self._read(repo, row.id, access, path, b)
+        # git's a/ b/ names (so `git apply` and `patch -p1` take it from the store's root) and
+        # the version after a tab, where patch tools read a timestamp.
         return unified_diff(
             old.content,
             new.content,
-            f"{old.path}@{old.version}",
-            f"{new.path}@{new.version}",
+            f"a{old.path}",
+            f"b{new.path}",
+            a_date=f"version {old.version}",
+            b_date=f"version {new.version}",
         )
 
     # --- reverts --------------------------------------------------------------------------

@@ -22,6 +22,7 @@ __all__ = ["app_from_env", "create_server_app"]
 def create_server_app(settings: Settings) -> FastAPI:
     """The whole HTTP server: REST routes, ``/mcp``, ``/ui``, ``/healthz``, ``/metrics``."""
     from memdir.api import create_app
+    from memdir.api.http_methods import ExactMountMiddleware
     from memdir.mcp import http_app
     from memdir.service import MemoryService
     from memdir.storage.database import Database
@@ -34,6 +35,7 @@ def create_server_app(settings: Settings) -> FastAPI:
     app = create_app(settings, service)
     mcp_app = http_app(service, store=settings.store)
     app.mount("/mcp", mcp_app)
+    app.add_middleware(ExactMountMiddleware, prefix="/mcp")  # /mcp itself, without a redirect
     app.mount("/ui", create_web_app(service, store=settings.store))
     rest_lifespan = app.router.lifespan_context
 

@@ -416,9 +416,7 @@ class MemoryService(
             )
             entries = self._tree(readable, directory, depth)
         if not entries and directory != "/":
-            raise NotFound(
-                f"{directory} does not exist; list the parent with `memdir ls`", path=directory
-            )
+            raise NotFound(f"{directory} does not exist", hint="list_parent", path=directory)
         return entries
 
     @staticmethod

@@ -31,6 +31,7 @@ import memdir
 from memdir.access import METRICS
 from memdir.api.deps import AppState, Ctx, methods_by_route
 from memdir.api.errors import install_error_handlers
+from memdir.api.http_methods import HeadMiddleware
 from memdir.api.metrics import Metrics
 from memdir.api.middleware import BoundsMiddleware, ObserveMiddleware
 from memdir.api.ratelimit import RateLimiter
@@ -130,6 +131,7 @@ def create_app(
         request_limit=settings.request_limit,
         transcript_limit=service.max_transcript_bytes,
     )
+    app.add_middleware(HeadMiddleware)  # inside the limits and metrics: HEAD counts as a GET
     app.add_middleware(
         ObserveMiddleware, metrics=state.metrics, limiter=limiter, failures=failures,
         proxies=api_settings.trusted_proxies,

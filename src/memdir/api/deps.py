@@ -25,7 +25,7 @@ from starlette.concurrency import run_in_threadpool
 from memdir.api.metrics import Metrics
 from memdir.api.models import ProvenanceFields, SourceKind
 from memdir.api.tokens import TokenCache
-from memdir.core.errors import InvalidInput, Unauthenticated
+from memdir.core.errors import InvalidInput, NotFound, PreconditionFailed, Unauthenticated
 from memdir.core.limits import MAX_INT64
 from memdir.core.model import CommitResult, Principal, Provenance
 from memdir.service import MemoryService
@@ -45,6 +45,7 @@ __all__ = [
     "commit_response",
     "cursor_key",
     "dump_json",
+    "if_match_of",
     "keyed_page",
     "merged",
     "methods_by_route",
@@ -265,18 +266,72 @@ def commit_paths(result: Any) -> list[str]:
     return paths
 
 
-def parse_if_match(value: str | None) -> str | None:
-    """An ``If-Match`` value: one sha256, quoted as an ETag or bare."""
+_ENTITY_TAG = re.compile(r'(W/)?"([^"]*)"')
+
+
+def parse_if_match(value: str | None) -> tuple[tuple[bool, str], ...] | None:
+    """An ``If-Match`` value as its entity tags, ``(weak, tag)`` each (RFC 9110 §13.1.1).
+
+    A list is accepted (``"a", W/"b"``), and so is one bare sha256 (what many clients send).
+    ``*`` is refused: it names no version, so it would be a blind overwrite.
+    """
     if value is None:
         return None
     text = value.strip()
-    if text == "*" or "," in text or text.startswith("W/"):
+    if text == "*":
         raise InvalidInput(
-            f"If-Match must be one sha256 (the ETag you read), received {value!r}; a blind "
-            "overwrite is refused — read the file first",
+            f"If-Match must name the ETag you read, received {value!r}; a blind overwrite "
+            "is refused — read the file first",
             if_match=value,
         )
-    return text.strip('"').lower()
+    tags: list[tuple[bool, str]] = []
+    for part in text.split(","):
+        part = part.strip()
+        match = _ENTITY_TAG.fullmatch(part)
+        if match is not None:
+            tags.append((match.group(1) is not None, match.group(2).lower()))
+        elif part and '"' not in part and " " not in part:
+            tags.append((False, part.lower()))
+        else:
+            raise InvalidInput(
+                f'If-Match must be entity tags such as "<sha256>" (the ETag you read), '
+                f"received {value!r}",
+                if_match=value,
+            )
+    return tuple(tags)
+
+
+async def if_match_of(ctx: Caller, store: str, path: str, value: str | None) -> str | None:
+    """The sha256 to compare-and-swap on, from an ``If-Match`` header, by RFC 9110's rules.
+
+    One strong tag is passed on as it is (the service compares it in the write's
+    transaction). A list holds if one of its strong tags is the file's current ETag; weak
+    tags never match (If-Match compares strongly). The current sha256 is read as the caller,
+    so a file it may not read answers as the service would (not found), and the write still
+    compares-and-swaps on that sha256, so nothing that changes in between is overwritten.
+    """
+    tags = parse_if_match(value)
+    if tags is None:
+        return None
+    strong = [tag for weak, tag in tags if not weak]
+    if len(tags) == 1 and strong:
+        return strong[0]
+    try:
+        view = await ctx.call(ctx.service.read, store, path)
+    except NotFound:
+        # the service's own answer: not found if unreadable, 412 "does not exist" if absent
+        return strong[0] if strong else "0" * 64
+    current: str = view.sha256
+    if current in strong:
+        return current
+    raise PreconditionFailed(
+        f'{path} changed: its ETag "{view.sha256}" is not among the strong ETags of '
+        f"If-Match {value!r} (weak ETags never match); re-read it, re-apply your change and "
+        "retry with the new ETag",
+        path=path,
+        expected_sha256=strong[0] if strong else None,
+        current_sha256=current,
+    )
 
 
 async def _refuse_nul_in_query(request: Request) -> None:

@@ -2,8 +2,8 @@
 
 Every error response — a memdir error, a malformed request, an unknown route, a wrong method,
 a rate limit, a crash — has the body ``{"error": {"type", "message", ...details}}``. Statuses
-follow DESIGN.md's table, mapped by class (walking :data:`HTTP_STATUSES` in order, so
-subclasses come before their bases), never by message text. Unexpected exceptions become a 500
+follow DESIGN.md's table, kept on the error classes themselves (``http_status``, see
+:mod:`memdir.core.errors`), never by message text. Unexpected exceptions become a 500
 whose message names no internals; the traceback goes to the server log only.
 """
 
@@ -22,7 +22,6 @@ from memdir.core import errors
 
 __all__ = [
     "ERROR_RESPONSES",
-    "HTTP_STATUSES",
     "ErrorBody",
     "ErrorEnvelope",
     "envelope",
@@ -32,29 +31,10 @@ __all__ = [
 
 log = logging.getLogger("memdir.api")
 
-HTTP_STATUSES: tuple[tuple[type[errors.MemdirError], int], ...] = (
-    (errors.InvalidContent, 422),
-    (errors.ContentTooLarge, 413),  # LimitExceeded too
-    (errors.InvalidInput, 400),
-    (errors.Conflict, 409),
-    (errors.PreconditionFailed, 412),
-    (errors.PreconditionRequired, 428),
-    (errors.NotFound, 404),
-    (errors.Forbidden, 403),
-    (errors.Unauthenticated, 401),
-    (errors.Proposed, 202),
-    (errors.ScreeningRefused, 422),
-    (errors.BackendError, 503),
-    (errors.MemdirError, 500),
-)
-
 
 def status_for(error: errors.MemdirError) -> int:
-    """The HTTP status of an error: the first class in :data:`HTTP_STATUSES` it belongs to."""
-    for cls, status in HTTP_STATUSES:
-        if isinstance(error, cls):
-            return status
-    return 500
+    """The HTTP status of an error: its class's ``http_status`` (see :mod:`memdir.core.errors`)."""
+    return type(error).http_status
 
 
 class ErrorBody(BaseModel):
@@ -134,7 +114,10 @@ async def _memdir_error(request: Request, exc: Exception) -> JSONResponse:
     assert isinstance(exc, errors.MemdirError)
     status = status_for(exc)
     request.state.error = exc  # read by the metrics middleware
-    body = {"error": _jsonable(exc.to_dict())}
+    store = request.path_params.get("store")
+    words = errors.SURFACE_WORDS["rest"]
+    said = exc.to_dict(words, store) if isinstance(store, str) else exc.to_dict(words)
+    body = {"error": _jsonable(said)}
     return JSONResponse(body, status_code=status, headers=_headers(exc, request))
 
 

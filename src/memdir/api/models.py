@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Generic, Literal, TypeVar, get_args
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field
+from pydantic import AfterValidator, BaseModel, BeforeValidator, ConfigDict, Field, model_validator
 
 from memdir.core.limits import MAX_INT64
-from memdir.core.model import SOURCE_KINDS
+from memdir.core.model import SOURCE_KINDS, canonical_operation
 
 __all__ = [
     "ChangesPage",
@@ -110,13 +110,28 @@ class ProvenanceFields(BaseModel):
     source_kind: SourceKind | None = Field(None, description="Where the knowledge comes from.")
 
 
-class StrReplaceBody(ProvenanceFields):
+class _MemoryToolNames(BaseModel):
+    """Accepts the memory tool's argument names (``old_str``, ``insert_line``, ...) too."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _canonical(cls, data: Any) -> Any:
+        return canonical_operation(data) if isinstance(data, dict) else data
+
+
+def _canonical_operations(value: Any) -> Any:
+    if not isinstance(value, list):
+        return value
+    return [canonical_operation(v, i) if isinstance(v, dict) else v for i, v in enumerate(value, 1)]
+
+
+class StrReplaceBody(_MemoryToolNames, ProvenanceFields):
     old: Text = Field(description="Exact text to replace; must occur exactly once.")
     new: Text = Field(description="The replacement text.")
     if_match: Sha256 = None
 
 
-class InsertBody(ProvenanceFields):
+class InsertBody(_MemoryToolNames, ProvenanceFields):
     # No bound here: a line outside 0..line count is the service's edit_conflict (409), the
     # same answer every surface gives, not a request-shape error.
     line: int = Field(
@@ -191,16 +206,21 @@ OperationModel = Annotated[
     WriteOp | CreateOp | StrReplaceOp | InsertOp | DeleteOp | RenameOp,
     Field(discriminator="op"),
 ]
+# The memory tool's names (``command``, ``old_str``, ...) are accepted for memdir's, one per field.
+Operations = Annotated[list[OperationModel], BeforeValidator(_canonical_operations)]
 
 
 class CommitBody(ProvenanceFields):
-    operations: list[OperationModel] = Field(
-        min_length=1, description="Applied atomically, in order: all or none."
+    operations: Operations = Field(
+        min_length=1,
+        description="Applied atomically, in order: all or none. Each takes memdir's field "
+        "names or the memory tool's (`command`, `old_str`, `new_str`, `file_text`, "
+        "`insert_line`, `insert_text`, `old_path`).",
     )
 
 
 class ProposeBody(ProvenanceFields):
-    operations: list[OperationModel] = Field(min_length=1)
+    operations: Operations = Field(min_length=1)
     rationale: Text | None = Field(None, description="Why the change should be made.")
     evidence: JsonValue = Field(None, description="Evidence (JSON): transcript ids, excerpts.")
     statistics: JsonValue = Field(None, description="Statistics (JSON) backing the proposal.")

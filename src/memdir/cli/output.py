@@ -18,31 +18,12 @@ from typing import Any
 
 from memdir.core import errors
 
-__all__ = ["EXIT_CODES", "emit", "exit_code_for", "fail", "to_jsonable"]
-
-EXIT_CODES: tuple[tuple[type[errors.MemdirError], int], ...] = (
-    (errors.InvalidContent, 1),
-    (errors.LimitExceeded, 2),
-    (errors.ContentTooLarge, 1),
-    (errors.InvalidInput, 2),
-    (errors.PreconditionFailed, 3),
-    (errors.PreconditionRequired, 3),
-    (errors.RevisionChanged, 3),
-    (errors.Forbidden, 4),
-    (errors.Unauthenticated, 4),
-    (errors.NotFound, 5),
-    (errors.Proposed, 6),
-    (errors.ScreeningRefused, 7),
-    (errors.MemdirError, 1),
-)
+__all__ = ["emit", "exit_code_for", "fail", "to_jsonable"]
 
 
 def exit_code_for(error: errors.MemdirError) -> int:
-    """The exit code of an error: the first class in :data:`EXIT_CODES` it is an instance of."""
-    for cls, code in EXIT_CODES:
-        if isinstance(error, cls):
-            return code
-    return 1
+    """The exit code of an error: its class's ``exit_code`` (see :mod:`memdir.core.errors`)."""
+    return type(error).exit_code
 
 
 def to_jsonable(value: Any) -> Any:
@@ -69,8 +50,9 @@ def emit(as_json: bool, data: Any, human: str | None = None) -> None:
 def fail(as_json: bool, error: errors.MemdirError) -> int:
     """Report ``error`` (envelope on stdout with --json; message on stderr) and its exit code."""
     if as_json:
-        sys.stdout.write(json.dumps({"error": to_jsonable(error.to_dict())}, indent=2) + "\n")
+        said = error.to_dict(errors.SURFACE_WORDS["cli"])
+        sys.stdout.write(json.dumps({"error": to_jsonable(said)}, indent=2) + "\n")
     elif isinstance(error, errors.Proposed):
         sys.stdout.write(f"{error.details['proposal']}\n")  # the proposal id, for scripts
-    sys.stderr.write(f"memdir: {error.message}\n")
+    sys.stderr.write(f"memdir: {error.say(errors.SURFACE_WORDS['cli'])}\n")
     return exit_code_for(error)

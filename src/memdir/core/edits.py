@@ -113,8 +113,8 @@ def check_precondition(
         )
     if full_overwrite and current_sha256 is not None and if_match is None and not if_absent:
         raise PreconditionRequired(
-            f"{path} exists; a full overwrite needs if_match=<sha256> (get it with "
-            f"`memdir read {path} --json`) or use an edit",
+            f"{path} exists and a full overwrite needs the sha256 of the content it replaces",
+            hint="if_match",
             path=path,
             current_sha256=current_sha256,
         )
@@ -136,14 +136,46 @@ def numbered(content: str, first_line: int = 1) -> str:
     )
 
 
-def unified_diff(a: str, b: str, a_label: str, b_label: str, context: int = 3) -> str:
-    """A unified diff of two texts (empty string when they are equal)."""
-    return "".join(
-        difflib.unified_diff(
-            a.splitlines(keepends=True),
-            b.splitlines(keepends=True),
-            fromfile=a_label,
-            tofile=b_label,
-            n=context,
-        )
-    )
+def _lines(text: str) -> list[str]:
+    """Lines as ``patch`` sees them: split on ``\\n`` only (``str.splitlines`` also splits on
+    ``\\r``, form feeds and U+2028, which patch keeps inside a line)."""
+    parts = text.split("\n")
+    lines = [part + "\n" for part in parts[:-1]]
+    if parts[-1]:
+        lines.append(parts[-1])
+    return lines
+
+
+def unified_diff(
+    a: str,
+    b: str,
+    a_label: str,
+    b_label: str,
+    context: int = 3,
+    a_date: str = "",
+    b_date: str = "",
+) -> str:
+    """A unified diff of two texts (empty string when they are equal) that ``patch`` and
+    ``git apply`` accept.
+
+    ``a_date``/``b_date`` follow the labels after a tab, where patch tools expect a
+    timestamp and ignore whatever is there (memdir puts the version). A last line without a
+    newline is followed by ``\\ No newline at end of file``, as GNU
+    diff writes it; without the marker the next line would run on (``-b+c``) and the hunk
+    would be malformed.
+    """
+    out: list[str] = []
+    for line in difflib.unified_diff(
+        _lines(a),
+        _lines(b),
+        fromfile=a_label,
+        tofile=b_label,
+        fromfiledate=a_date,
+        tofiledate=b_date,
+        n=context,
+    ):
+        if line.endswith("\n"):
+            out.append(line)
+        else:  # only a text's last line lacks one; header lines always end with "\n"
+            out.append(line + "\n\\ No newline at end of file\n")
+    return "".join(out)

@@ -8,12 +8,15 @@ from __future__ import annotations
 import dataclasses
 import datetime as dt
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from types import MappingProxyType
+from typing import Any, Final, Literal
 
 from memdir.core.errors import InvalidInput
 
 __all__ = [
+    "OPERATION_ALIASES",
     "OWNER",
     "SOURCE_KINDS",
     "ChangeBatch",
@@ -36,6 +39,7 @@ __all__ = [
     "TokenScope",
     "VersionInfo",
     "Write",
+    "canonical_operation",
     "validate_store_name",
 ]
 
@@ -198,13 +202,49 @@ class Rename:
 Operation = Write | StrReplace | Insert | Delete | Rename
 
 
+#: The memory tool's argument names (Claude's ``memory_20250818``, memdir's MCP tools) and the
+#: memdir field each stands for. Every surface that takes operations as JSON (CLI ``commit``,
+#: REST commits and proposals, MCP ``propose``) accepts either spelling, one per field.
+OPERATION_ALIASES: Final[Mapping[str, str]] = MappingProxyType(
+    {
+        "command": "op",
+        "file_text": "content",
+        "old_str": "old",
+        "new_str": "new",
+        "insert_line": "line",
+        "insert_text": "text",
+        "old_path": "path",
+    }
+)
+
+
+def canonical_operation(data: Mapping[str, Any], index: int = 1) -> dict[str, Any]:
+    """``data`` with memory-tool argument names renamed to memdir's (:data:`OPERATION_ALIASES`).
+
+    Both spellings of one field in one operation is :class:`InvalidInput`: which one is meant
+    cannot be guessed, and silently preferring one would lose the other.
+    """
+    out: dict[str, Any] = {}
+    for key, value in data.items():
+        name = OPERATION_ALIASES.get(key, key) if isinstance(key, str) else key
+        if name in out:
+            raise InvalidInput(
+                f"operation {index}: {key!r} and {name!r} are two names for one field; send one",
+                operation=index,
+            )
+        out[name] = value
+    return out
+
+
 def operation_from_dict(data: dict[str, Any], index: int = 1) -> Operation:
     """Build an operation from its JSON form (``{"op": "write", "path": ..., ...}``).
 
-    Unknown or missing fields and fields of the wrong type are :class:`InvalidInput` naming
-    the operation (``index``, 1-based, in a list) and the field — the checks REST's request
-    models make, so every surface refuses the same operations the same way.
+    Memory-tool argument names are accepted too (:data:`OPERATION_ALIASES`). Unknown or missing
+    fields and fields of the wrong type are :class:`InvalidInput` naming the operation
+    (``index``, 1-based, in a list) and the field — the checks REST's request models make, so
+    every surface refuses the same operations the same way.
     """
+    data = canonical_operation(data, index)
     kinds: dict[str, type[Any]] = {
         "write": Write,
         "create": Write,
@@ -215,8 +255,9 @@ def operation_from_dict(data: dict[str, Any], index: int = 1) -> Operation:
     }
     kind = data.get("op")
     if not isinstance(kind, str) or kind not in kinds:
+        said = "has no 'op' field" if kind is None else f"has an unknown op {kind!r}"
         raise InvalidInput(
-            f"operation {index}: unknown op {kind!r}: use one of {', '.join(kinds)}",
+            f'operation {index} {said}: set "op" to one of {", ".join(kinds)}',
             operation=index,
         )
     fields = {k: v for k, v in data.items() if k != "op"}

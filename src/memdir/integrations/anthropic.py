@@ -48,6 +48,7 @@ from anthropic.types.beta import (
 )
 
 from memdir.core.errors import (
+    SURFACE_WORDS,
     InvalidInput,
     InvalidPath,
     MemdirError,
@@ -319,9 +320,19 @@ class _Commands:
         return "All memory cleared"
 
 
-def _refusal(error: MemdirError) -> ToolError:
-    """A memdir error the reference has no wording for: memdir's one-line message."""
-    return ToolError(error.message)
+def _refusal(error: MemdirError, root: str) -> ToolError:
+    """A memdir error the reference has no wording for: memdir's one-line message, in the
+    memory tool's words — the path under ``/memories`` (never the store prefix behind it)
+    and a next step the model can take with its six commands."""
+    statement = error.statement
+    store_path = error.details.get("path")
+    if isinstance(store_path, str) and (
+        store_path == root or root == "/" or store_path.startswith(root + "/")
+    ):
+        relative = store_path if root == "/" else store_path[len(root) :]
+        statement = statement.replace(store_path, ROOT + (relative if relative != "/" else ""))
+    phrase = SURFACE_WORDS["memory_tool"].get(error.hint) if error.hint is not None else None
+    return ToolError(statement if phrase is None else f"{statement}; {phrase}")
 
 
 def _refuse_owner(client: Client | AsyncClient, as_owner: bool) -> None:
@@ -376,7 +387,7 @@ class MemoryTool(BetaAbstractMemoryTool):
         except StopIteration as stop:
             return str(stop.value)
         except MemdirError as error:
-            raise _refusal(error) from error
+            raise _refusal(error, self._commands.root) from error
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return self._run(self._commands.view(command))
@@ -436,7 +447,7 @@ class AsyncMemoryTool(BetaAsyncAbstractMemoryTool):
         except StopIteration as stop:
             return str(stop.value)
         except MemdirError as error:
-            raise _refusal(error) from error
+            raise _refusal(error, self._commands.root) from error
 
     async def view(self, command: BetaMemoryTool20250818ViewCommand) -> str:
         return await self._run(self._commands.view(command))

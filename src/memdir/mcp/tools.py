@@ -25,6 +25,7 @@ from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
 from memdir.core.errors import (
+    SURFACE_WORDS,
     EditConflict,
     InvalidInput,
     MemdirError,
@@ -34,9 +35,16 @@ from memdir.core.errors import (
     Proposed,
     ScreeningRefused,
 )
-from memdir.core.model import Delete, Operation, Principal, Rename, operation_from_dict
+from memdir.core.model import (
+    Delete,
+    Operation,
+    Principal,
+    Rename,
+    canonical_operation,
+    operation_from_dict,
+)
 from memdir.mcp import render
-from memdir.mcp.namespace import Namespace, Resolved
+from memdir.mcp.namespace import ALIAS, Namespace, Resolved
 from memdir.mcp.render import Refusal
 from memdir.service import MemoryService
 
@@ -62,16 +70,6 @@ IfMatch = Annotated[
         "this content; otherwise fail with its current sha256."
     ),
 ]
-# Memory-tool argument names accepted in `propose` operations, and their memdir names.
-_OP_KEYS = {
-    "command": "op",
-    "file_text": "content",
-    "old_str": "old",
-    "new_str": "new",
-    "insert_line": "line",
-    "insert_text": "text",
-    "old_path": "path",
-}
 
 
 def _text(text: str, *, error: bool = False) -> CallToolResult:
@@ -90,7 +88,8 @@ def error_result(text: str, cause: MemdirError | None) -> CallToolResult:
 def _in_range(name: str, value: int, most: int) -> None:
     """Bounds checked here, not in the schema: the SDK's schema errors span several lines."""
     if not 1 <= value <= most:
-        raise InvalidInput(f"{name} must be from 1 to {most}, received {value}", **{name: value})
+        details: dict[str, Any] = {name: value}
+        raise InvalidInput(f"{name} must be from 1 to {most}, received {value}", **details)
 
 
 def _jsonable(value: Any) -> Any:
@@ -137,7 +136,38 @@ class MemoryTools:
             return error_result(render.screening_refused(error.message, findings), error)
         except MemdirError as error:
             _log.info("tool call on %s failed: %s", path, error.type)
-            return error_result(error.message, error)
+            return self._error(error, path)
+
+    def _error(self, error: MemdirError, path: str) -> CallToolResult:
+        """``error`` in the tools' words: paths as the caller names them, next steps as tools.
+
+        The store path an error names (its ``path`` detail) becomes the tool path — under
+        ``/memories`` when the caller used the alias — so a non-default root never shows, and
+        the hint names this server's tools, not memdir's commands.
+        """
+        store_path = error.details.get("path")
+        shown: str | None = None
+        if (
+            isinstance(store_path, str)
+            and store_path.startswith("/")
+            and self.ns.inside(store_path)
+        ):
+            alias = self.ns.memories_alias and (path == ALIAS or path.startswith(ALIAS + "/"))
+            shown = self.ns.display(store_path, alias)
+        words = SURFACE_WORDS["mcp"]
+        statement = error.statement
+        if shown is not None and isinstance(store_path, str) and store_path != shown:
+            statement = statement.replace(store_path, shown)
+        phrase = words.get(error.hint) if error.hint is not None else None
+        text = (
+            statement
+            if phrase is None
+            else f"{statement}; {phrase.format(path=shown or path, store='')}"
+        )
+        result = error_result(text, error)
+        if shown is not None and result.meta is not None:
+            result.meta["memdir/error"]["path"] = shown
+        return result
 
     def _resolve(self, path: str) -> Resolved:
         return self.ns.resolve(path)
@@ -547,7 +577,7 @@ class MemoryTools:
 
     def _operation(self, raw: dict[str, Any]) -> Operation:
         """A proposal operation from memory-tool style (or memdir style) JSON."""
-        data = {_OP_KEYS.get(key, key): value for key, value in raw.items()}
+        data = canonical_operation(raw)
         for key in ("path", "new_path"):
             if isinstance(data.get(key), str):
                 data[key] = self._resolve(data[key]).store_path

@@ -155,7 +155,7 @@ def from_json(kind: Any, value: Any) -> Any:
 ERROR_TYPES: dict[str, type[MemdirError]] = {
     cls.type: cls
     for cls in [getattr(errors, name) for name in errors.__all__] + [RateLimited]
-    if cls is not MemdirError
+    if isinstance(cls, type) and issubclass(cls, MemdirError) and cls is not MemdirError
 }
 _BY_STATUS: dict[int, type[MemdirError]] = {
     400: errors.InvalidInput,
@@ -189,7 +189,13 @@ def error_from_response(response: httpx.Response) -> MemdirError:
         if cls is None:
             cls = _BY_STATUS.get(response.status_code, MemdirError)
             details["type"] = inner["type"]
-        return cls(str(inner.get("message", "")), **details)
+        message = str(inner.get("message", ""))
+        hint = details.pop("hint", None)
+        if isinstance(hint, str) and hint in errors.HINTS and "; " in message:
+            # The server said the next step in REST's words; keep the statement and let the
+            # caller's surface (the SDK's Python wording, an adapter's tool wording) say it.
+            return cls(message.rsplit("; ", 1)[0], hint=hint, **details)
+        return cls(message, **details)
     cls = _BY_STATUS.get(response.status_code, MemdirError)
     text = " ".join(response.text.split())[:200]
     return cls(

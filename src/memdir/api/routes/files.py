@@ -26,8 +26,8 @@ from memdir.api.deps import (
     Prov,
     StoreName,
     commit_response,
+    if_match_of,
     merged,
-    parse_if_match,
     render,
     v1_router,
 )
@@ -199,9 +199,10 @@ async def write_file(
     if if_none_match is not None and if_match is not None:
         raise InvalidInput("If-Match and If-None-Match exclude each other; send one")
     content = await _body_text(request, ctx.service.max_file_bytes)
+    cas = await if_match_of(ctx, store, _memory_path(path), if_match)
     result = await ctx.call(
         ctx.service.write, store, _memory_path(path), content,
-        if_match=parse_if_match(if_match), if_absent=if_none_match is not None, provenance=prov,
+        if_match=cas, if_absent=if_none_match is not None, provenance=prov,
     )  # fmt: skip
     created = result.results[0].operation == "created"
     return commit_response(result, 201 if created else 200)
@@ -213,7 +214,8 @@ async def delete_file(
 ) -> Response:
     """Delete a file; its history stays (``:revert`` brings it back)."""
     result = await ctx.call(
-        ctx.service.delete, store, _memory_path(path), if_match=parse_if_match(if_match),
+        ctx.service.delete, store, _memory_path(path),
+        if_match=await if_match_of(ctx, store, _memory_path(path), if_match),
         provenance=prov,
     )  # fmt: skip
     return commit_response(result)
@@ -230,9 +232,10 @@ async def str_replace(
     if_match: IfMatch = None,
 ) -> Response:
     """Replace the one occurrence of ``old`` by ``new`` in the current content, atomically."""
+    cas = body.if_match or await if_match_of(ctx, store, _memory_path(path), if_match)
     result = await ctx.call(
         ctx.service.str_replace, store, _memory_path(path), body.old, body.new,
-        if_match=body.if_match or parse_if_match(if_match), provenance=merged(prov, body),
+        if_match=cas, provenance=merged(prov, body),
     )  # fmt: skip
     return commit_response(result)
 
@@ -248,9 +251,10 @@ async def insert(
     if_match: IfMatch = None,
 ) -> Response:
     """Insert ``text`` after line ``line`` (0 = at the top) of the current content."""
+    cas = body.if_match or await if_match_of(ctx, store, _memory_path(path), if_match)
     result = await ctx.call(
         ctx.service.insert, store, _memory_path(path), body.line, body.text,
-        if_match=body.if_match or parse_if_match(if_match), provenance=merged(prov, body),
+        if_match=cas, provenance=merged(prov, body),
     )  # fmt: skip
     return commit_response(result)
 
@@ -261,9 +265,10 @@ async def move(
     ctx: Ctx, store: StoreName, path: FilePath, body: MoveBody, prov: Prov, if_match: IfMatch = None
 ) -> Response:
     """Rename a file; it keeps its id and history, and never overwrites ``new_path``."""
+    cas = body.if_match or await if_match_of(ctx, store, _memory_path(path), if_match)
     result = await ctx.call(
         ctx.service.rename, store, _memory_path(path), body.new_path,
-        if_match=body.if_match or parse_if_match(if_match), provenance=merged(prov, body),
+        if_match=cas, provenance=merged(prov, body),
     )  # fmt: skip
     return commit_response(result)
 
