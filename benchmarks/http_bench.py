@@ -6,7 +6,7 @@ for another, with `--token` when that database already has an admin), with
 through the same uvicorn, FastAPI app and middleware but touches neither a token nor the
 database: the floor of what the stack can do. Rate limits are off for the run.
 
-For 1, 16 and 64 concurrent clients (tasks sharing one `httpx.AsyncClient`, keep-alive), each
+For 1, 16 and 64 concurrent clients (tasks sharing one `httpx2.AsyncClient`, keep-alive), each
 for `--duration` seconds after a short warm-up, it measures:
 
 - `floor`: `GET /v1/_bench/constant` (run before and after the memdir workloads; their mean);
@@ -49,9 +49,9 @@ from typing import Any, Protocol
 from urllib.parse import urlencode, urlsplit
 
 _HERE = Path(__file__).resolve().parent
-import httpx  # noqa: E402
 
 sys.path.append(str(_HERE))
+import httpx2  # noqa: E402
 from _common import fmt, format_table, percentile, write_json  # noqa: E402
 
 STORE = "/v1/stores/default"
@@ -66,7 +66,7 @@ WORDS = (
 
 
 class Client(Protocol):
-    """What the workloads use of a client: httpx.AsyncClient, or RawClient."""
+    """What the workloads use of a client: httpx2.AsyncClient, or RawClient."""
 
     async def get(self, url: str, *, params: Any = None, headers: Any = None) -> Any: ...
     async def put(self, url: str, *, content: str, headers: Any = None) -> Any: ...
@@ -182,9 +182,9 @@ class Server:
             if self.proc.poll() is not None:
                 raise SystemExit("memdir serve exited:\n" + "".join(self.stderr))
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx2.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 pass
             time.sleep(0.1)
         raise SystemExit("memdir serve did not start:\n" + "".join(self.stderr))
@@ -221,7 +221,7 @@ class Workloads:
         self.writer_paths = [f"projects/bench/writers/w{i:03d}.md" for i in range(max_clients)]
         self.writer_sha: dict[int, str] = {}
 
-    async def seed(self, client: httpx.AsyncClient) -> None:
+    async def seed(self, client: httpx2.AsyncClient) -> None:
         """Create the read corpus and the writers' files, 500 files per commit."""
         docs = [("/" + p, _document(self.rng, i)) for i, p in enumerate(self.paths)]
         docs += [("/" + p, "counter 0\n") for p in self.writer_paths]
@@ -293,10 +293,10 @@ async def measure(
 
 
 async def run(url: str, token: str, args: argparse.Namespace) -> list[Cell]:
-    limits = httpx.Limits(max_connections=256, max_keepalive_connections=256)
+    limits = httpx2.Limits(max_connections=256, max_keepalive_connections=256)
     headers = {"Authorization": f"Bearer {token}"}
     work = Workloads(args.files, max(args.clients), args.seed)
-    async with httpx.AsyncClient(
+    async with httpx2.AsyncClient(
         base_url=url, headers=headers, limits=limits, timeout=60
     ) as client:
         await work.seed(client)
@@ -378,7 +378,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         "--client",
         choices=["httpx", "raw"],
         default="httpx",
-        help="httpx.AsyncClient (default), or a minimal asyncio client that measures the "
+        help="httpx2.AsyncClient (default), or a minimal asyncio client that measures the "
         "server rather than the client library",
     )
     parser.add_argument("--json", metavar="OUT", help="write the figures as JSON")

@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 import sqlalchemy as sa
 
 import memdir
@@ -128,7 +128,7 @@ def _op(op: Operation) -> dict[str, Any]:
 class RestDriver:
     """The contract through REST: one httpx request per call (pages followed to the end)."""
 
-    def __init__(self, name: str, service: MemoryService, http: httpx.Client, tokens: Tokens):
+    def __init__(self, name: str, service: MemoryService, http: httpx2.Client, tokens: Tokens):
         self.name = name
         self.service = service
         self.http = http
@@ -148,7 +148,7 @@ class RestDriver:
         params: dict[str, Any] | None = None,
         headers: dict[str, str] | None = None,
         **kwargs: Any,
-    ) -> httpx.Response:
+    ) -> httpx2.Response:
         sent = {"Authorization": f"Bearer {self.tokens.token(principal)}", **(headers or {})}
         query = {k: v for k, v in (params or {}).items() if v is not None}
         response = self.http.request(method, url, params=query, headers=sent, **kwargs)
@@ -173,7 +173,7 @@ class RestDriver:
     def _file(self, store: str, path: str, verb: str = "", kind: str = "files") -> str:
         return self._store(store, f"/{kind}/{quote(path[1:], safe='/')}{verb}")
 
-    def _commit(self, response: httpx.Response) -> CommitResult:
+    def _commit(self, response: httpx2.Response) -> CommitResult:
         result: CommitResult = from_json(CommitResult, response.json())
         replayed = response.headers.get("Idempotent-Replayed") == "true"
         assert replayed == result.replayed, "the Idempotent-Replayed header and body disagree"
@@ -306,10 +306,12 @@ class RestDriver:
         params = {"format": "json", "version": version, "lines": span}
         response = self._send(principal, "GET", self._file(store, path), params=params)
         found: FileView = from_json(FileView, response.json())
-        assert response.headers["ETag"] == f'"{found.sha256}"'
+        assert response.headers["ETag"] == f'"{found.sha256}-json"'  # one per representation
+        assert response.headers["Vary"] == "Accept"
         raw = self._send(
             principal, "GET", self._file(store, path), params={**params, "format": None}
         )
+        assert raw.headers["ETag"] == f'"{found.sha256}"'
         assert raw.content == found.content.encode("utf-8", "surrogatepass")  # raw = JSON's
         return found
 
@@ -773,7 +775,7 @@ class AsgiSurface:
         limits = ApiSettings(rate=None, auth_failure_rate=None)
         app = create_app(Settings(), self.service, api_settings=limits)
         self.transport = SyncASGITransport(app)
-        self.http = httpx.Client(transport=self.transport, base_url="http://memdir", timeout=30)
+        self.http = httpx2.Client(transport=self.transport, base_url="http://memdir", timeout=30)
         self.tokens = Tokens(self.service)
 
     def driver(self) -> RestDriver:

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 
 from drivers import McpSessions
 from leak_world import STORE, World
@@ -53,7 +53,7 @@ class Surfaces:
         self.world = world
         app = create_app(Settings(), world.svc, api_settings=ApiSettings(rate=None))
         self.transport = SyncASGITransport(app)
-        self.http = httpx.Client(transport=self.transport, base_url="http://memdir", timeout=60)
+        self.http = httpx2.Client(transport=self.transport, base_url="http://memdir", timeout=60)
         self.mcp = McpSessions(self._connect)
 
     def _connect(self, principal: Principal) -> Any:

@@ -20,7 +20,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from click.testing import CliRunner
 
@@ -49,7 +49,7 @@ def auth(token: str, **headers: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {token}", **headers}
 
 
-def error(response: httpx.Response, status: int, type_: str) -> dict[str, Any]:
+def error(response: httpx2.Response, status: int, type_: str) -> dict[str, Any]:
     assert response.status_code == status, response.text
     body = response.json()["error"]
     assert body["type"] == type_ and "\n" not in body["message"], body
@@ -83,10 +83,10 @@ def env(svc: MemoryService) -> Env:
 
 
 @pytest.fixture
-async def client(env: Env) -> AsyncIterator[httpx.AsyncClient]:
+async def client(env: Env) -> AsyncIterator[httpx2.AsyncClient]:
     app = create_app(Settings(), env.svc, api_settings=ApiSettings(rate=None))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         yield c
 
 
@@ -107,7 +107,7 @@ def _state(svc: MemoryService) -> tuple[Any, ...]:
     [("read", "the token does not allow admin"), ("org", "the token is limited to /org/**")],
 )
 async def test_a_narrowed_admin_token_administers_nothing(
-    client: httpx.AsyncClient, env: Env, narrowing: str, reason: str
+    client: httpx2.AsyncClient, env: Env, narrowing: str, reason: str
 ) -> None:
     svc = env.svc
     run = svc.dream(OWNER, STORE)  # a run by someone else (the owner)
@@ -162,7 +162,7 @@ async def test_a_narrowed_admin_token_administers_nothing(
 
 
 async def test_policy_check_explains_database_administration(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     svc = env.svc
     path = "/.memdir/db/tokens"
@@ -182,7 +182,7 @@ async def test_policy_check_explains_database_administration(
 
 
 async def test_no_store_policy_makes_a_database_administrator(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     svc = env.svc
     policy = (
@@ -203,7 +203,7 @@ async def test_no_store_policy_makes_a_database_administrator(
     assert _state(svc) == before
 
 
-async def test_a_narrowed_token_mints_no_wider_token(client: httpx.AsyncClient, env: Env) -> None:
+async def test_a_narrowed_token_mints_no_wider_token(client: httpx2.AsyncClient, env: Env) -> None:
     svc = env.svc
     scoped = _token(svc, ADMIN, paths=("/projects/**", "/.memdir/db/**"),
                     actions=("read", "admin"))  # fmt: skip
@@ -248,7 +248,7 @@ async def test_a_narrowed_token_mints_no_wider_token(client: httpx.AsyncClient, 
 
 
 async def test_unlabelled_transcripts_follow_the_admin_decision(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     svc = env.svc
     data = (
@@ -279,7 +279,7 @@ async def test_unlabelled_transcripts_follow_the_admin_decision(
 
 
 async def test_a_replayed_commit_is_refused_to_a_token_that_lost_the_right(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     svc = env.svc
     url = f"{S}/files/projects/acme/a.md"
@@ -310,7 +310,7 @@ async def test_a_replayed_commit_is_refused_to_a_token_that_lost_the_right(
 
 
 async def test_a_replayed_administration_is_refused_to_a_token_that_lost_the_right(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     svc = env.svc
     key = {"Idempotency-Key": "k-store"}
@@ -345,7 +345,7 @@ async def test_a_replayed_administration_is_refused_to_a_token_that_lost_the_rig
 
 
 async def test_a_replayed_proposal_is_refused_to_a_token_that_lost_the_right(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     body = {"operations": [{"op": "write", "path": "/org/idea.md", "content": "x\n",
                             "if_absent": True}], "rationale": "an idea"}  # fmt: skip
@@ -368,10 +368,10 @@ def _app(svc: MemoryService, **settings: Any) -> Any:
     return create_app(Settings(), svc, api_settings=api)
 
 
-async def _get(app: Any, peer: str, token: str, **headers: str) -> httpx.Response:
+async def _get(app: Any, peer: str, token: str, **headers: str) -> httpx2.Response:
     """``GET /v1/me`` from the socket peer ``peer``."""
-    transport = httpx.ASGITransport(app=app, client=(peer, 4000))
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as client:
+    transport = httpx2.ASGITransport(app=app, client=(peer, 4000))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as client:
         return await client.get("/v1/me", headers=auth(token, **headers))
 
 
@@ -435,8 +435,8 @@ async def test_failed_mcp_and_rest_authentications_share_the_bucket(
     memdir.open(url, create=True).db.close()
     monkeypatch.setenv("MEMDIR_AUTH_FAILURE_LIMIT", "0.001/2")
     app = create_server_app(Settings(db=url))
-    transport = httpx.ASGITransport(app=app, client=("192.0.2.50", 1))
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as client:
+    transport = httpx2.ASGITransport(app=app, client=("192.0.2.50", 1))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as client:
         bad = auth("mdr_" + secrets.token_urlsafe(32))
         mcp = {**bad, "Accept": "application/json, text/event-stream"}
         assert (await client.post("/mcp/", json={}, headers=mcp)).status_code == 401
@@ -444,8 +444,8 @@ async def test_failed_mcp_and_rest_authentications_share_the_bucket(
         assert (await client.get("/v1/me", headers=bad)).status_code == 429
         assert (await client.post("/mcp/", json={}, headers=mcp)).status_code == 429
     # The web UI's invalid session cookie counts too (it redirects to sign in, not 401).
-    transport = httpx.ASGITransport(app=app, client=("192.0.2.51", 1))
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as client:
+    transport = httpx2.ASGITransport(app=app, client=("192.0.2.51", 1))
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as client:
         cookie = {"Cookie": "memdir_session=mdr_" + secrets.token_urlsafe(32)}
         first = [
             (await client.get("/ui/s/default/tree/", headers=cookie)).status_code for _ in range(2)
@@ -498,7 +498,7 @@ def test_the_memory_tool_refuses_an_owner_client(tmp_path: Path) -> None:
 
 
 async def test_the_last_administrator_cannot_be_removed(
-    client: httpx.AsyncClient, env: Env, tmp_path: Path
+    client: httpx2.AsyncClient, env: Env, tmp_path: Path
 ) -> None:
     svc = env.svc
     before = _state(svc)

@@ -17,7 +17,7 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from fastapi import FastAPI
 
@@ -80,13 +80,13 @@ def env(svc: MemoryService) -> Env:
 
 
 @pytest.fixture
-async def client(env: Env) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=env.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+async def client(env: Env) -> AsyncIterator[httpx2.AsyncClient]:
+    transport = httpx2.ASGITransport(app=env.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         yield c
 
 
-def error(response: httpx.Response, status: int, type_: str) -> dict[str, Any]:
+def error(response: httpx2.Response, status: int, type_: str) -> dict[str, Any]:
     """Assert the status and the one envelope; return the inner error object."""
     assert response.status_code == status, response.text
     body = response.json()
@@ -99,7 +99,7 @@ def error(response: httpx.Response, status: int, type_: str) -> dict[str, Any]:
 
 
 async def test_write_then_read_raw_json_versions_lines_and_304(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin)
     first, second = "# A\none\ntwo\nthree\n", "# A\nONE\n"
@@ -127,7 +127,7 @@ async def test_write_then_read_raw_json_versions_lines_and_304(
 
 
 async def test_overwrite_preconditions_428_412_and_create_only(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin)
     assert (await client.put(f"{F}/org/p.md", content="v1\n", headers=a)).status_code == 201
@@ -153,7 +153,7 @@ async def test_overwrite_preconditions_428_412_and_create_only(
 
 
 async def test_412_even_when_the_content_would_be_equal(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin)
     await client.put(f"{F}/org/race.md", content="0\n", headers=a)
@@ -165,7 +165,7 @@ async def test_412_even_when_the_content_would_be_equal(
 
 
 async def test_edit_verbs_delete_and_their_preconditions(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin)
     await client.put(f"{F}/org/e.md", content="alpha\nbeta\n", headers=a)
@@ -190,7 +190,7 @@ async def test_edit_verbs_delete_and_their_preconditions(
     error(await client.post(f"{F}/org/f.md", headers=a), 405, "method_not_allowed")
 
 
-async def test_invalid_input_statuses(client: httpx.AsyncClient, env: Env) -> None:
+async def test_invalid_input_statuses(client: httpx2.AsyncClient, env: Env) -> None:
     a = auth(env.admin)
     bad = await client.put(f"{F}/org/b.md", content=b"ok \xff\xfe", headers=a)
     assert error(bad, 422, "invalid_content")["offset"] == 3
@@ -216,7 +216,7 @@ async def test_invalid_input_statuses(client: httpx.AsyncClient, env: Env) -> No
 
 
 async def test_idempotency_key_replays_the_first_result(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin, **{"Idempotency-Key": "k-1"})
     first = await client.put(f"{F}/org/i.md", content="one\n", headers=a)
@@ -243,7 +243,7 @@ async def test_idempotency_key_replays_the_first_result(
 
 
 async def test_provenance_from_headers_and_body_is_recorded(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     headers = auth(
         env.bot,
@@ -270,7 +270,7 @@ async def test_provenance_from_headers_and_body_is_recorded(
     assert env.svc.history(OWNER, "default", limit=1)[0].reason == "für Ana"
 
 
-async def test_atomic_commits_apply_all_or_nothing(client: httpx.AsyncClient, env: Env) -> None:
+async def test_atomic_commits_apply_all_or_nothing(client: httpx2.AsyncClient, env: Env) -> None:
     a = auth(env.admin)
     ops = [
         {"op": "create", "path": "/org/one.md", "content": "1"},
@@ -291,7 +291,7 @@ async def test_atomic_commits_apply_all_or_nothing(client: httpx.AsyncClient, en
 # --- history, reverts, redaction, purge ---------------------------------------------------------
 
 
-async def test_history_diff_revert_redact_purge(client: httpx.AsyncClient, env: Env) -> None:
+async def test_history_diff_revert_redact_purge(client: httpx2.AsyncClient, env: Env) -> None:
     a = auth(env.admin)
     await client.put(f"{F}/org/h.md", content="v1\n", headers=a)
     await client.put(f"{F}/org/h.md", content="v2\n", headers={**a, "If-Match": sha("v1\n")})
@@ -321,7 +321,7 @@ async def test_history_diff_revert_redact_purge(client: httpx.AsyncClient, env: 
 
 
 async def test_forbidden_is_404_without_read_and_403_with_it(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     await client.put(f"{F}/projects/zeta/z.md", content="z\n", headers=auth(env.admin))
     await client.put(f"{F}/projects/acme/a.md", content="a\n", headers=auth(env.admin))
@@ -345,7 +345,7 @@ async def test_forbidden_is_404_without_read_and_403_with_it(
 
 
 async def test_lists_search_and_feed_never_reveal_unreadable_paths(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin)
     await client.put(f"{F}/projects/zeta/plan.md", content="zebra launch plan\n", headers=a)
@@ -371,7 +371,7 @@ async def test_lists_search_and_feed_never_reveal_unreadable_paths(
     error(await client.get(f"{S}/versions/projects/zeta/plan.md", headers=b), 404, "not_found")
 
 
-async def test_unauthenticated_requests_get_401(client: httpx.AsyncClient, env: Env) -> None:
+async def test_unauthenticated_requests_get_401(client: httpx2.AsyncClient, env: Env) -> None:
     none = await client.get(f"{S}/tree")
     assert error(none, 401, "unauthenticated") and none.headers["www-authenticate"] == "Bearer"
     invalid = await client.get(f"{S}/tree", headers=auth("mdr_not-a-token"))
@@ -393,8 +393,8 @@ async def test_revocation_elsewhere_takes_effect_within_the_token_cache_time(
 ) -> None:
     env = make_env(svc, ApiSettings(rate=None, token_cache_seconds=1.0))
     info = svc.create_token(OWNER, "agent:bot")
-    transport = httpx.ASGITransport(app=env.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+    transport = httpx2.ASGITransport(app=env.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         assert (await c.get(f"{S}/tree", headers=auth(info.token or ""))).status_code == 200
         svc.revoke_token(OWNER, info.id)  # as another process (the CLI) would
         assert (await c.get(f"{S}/tree", headers=auth(info.token or ""))).status_code == 200
@@ -406,7 +406,7 @@ async def test_revocation_elsewhere_takes_effect_within_the_token_cache_time(
 # --- review queue and screening -----------------------------------------------------------------
 
 
-async def test_proposals_202_screening_422_and_review(client: httpx.AsyncClient, env: Env) -> None:
+async def test_proposals_202_screening_422_and_review(client: httpx2.AsyncClient, env: Env) -> None:
     await client.put(f"{F}/org/rules.md", content="# Rules\n", headers=auth(env.admin))
     edit = {"old": "# Rules", "new": "# Rules\n- be kind"}
     proposed = await client.post(f"{F}/org/rules.md:str_replace", json=edit,
@@ -449,7 +449,7 @@ async def test_proposals_202_screening_422_and_review(client: httpx.AsyncClient,
 # --- pagination -------------------------------------------------------------------------------
 
 
-async def _all_pages(client: httpx.AsyncClient, url: str, token: str) -> list[Any]:
+async def _all_pages(client: httpx2.AsyncClient, url: str, token: str) -> list[Any]:
     items: list[Any] = []
     cursor = None
     while True:
@@ -462,7 +462,7 @@ async def _all_pages(client: httpx.AsyncClient, url: str, token: str) -> list[An
             return items
 
 
-async def test_every_list_is_paged_with_cursors(client: httpx.AsyncClient, env: Env) -> None:
+async def test_every_list_is_paged_with_cursors(client: httpx2.AsyncClient, env: Env) -> None:
     ops = [{"op": "create", "path": f"/org/f{i:02d}.md", "content": f"word {i}\n"}
            for i in range(10)]  # fmt: skip
     ops.append({"op": "create", "path": "/org/log.md", "content": ""})
@@ -494,7 +494,9 @@ async def test_every_list_is_paged_with_cursors(client: httpx.AsyncClient, env: 
 # --- change feed (long poll) ----------------------------------------------------------------------
 
 
-async def test_change_feed_long_poll_wakes_on_a_commit(client: httpx.AsyncClient, env: Env) -> None:
+async def test_change_feed_long_poll_wakes_on_a_commit(
+    client: httpx2.AsyncClient, env: Env
+) -> None:
     started = time.monotonic()
     empty = (await client.get(f"{S}/changes?after=0&wait=0.3", headers=auth(env.bot))).json()
     assert empty["items"] == [] and 0.25 < time.monotonic() - started < 5
@@ -519,7 +521,7 @@ async def test_change_feed_long_poll_wakes_on_a_commit(client: httpx.AsyncClient
 # --- administration ---------------------------------------------------------------------------
 
 
-async def test_stores_principals_tokens_and_policy(client: httpx.AsyncClient, env: Env) -> None:
+async def test_stores_principals_tokens_and_policy(client: httpx2.AsyncClient, env: Env) -> None:
     a = auth(env.admin)
     made = await client.post("/v1/stores", json={"name": "team"}, headers=a)
     assert made.status_code == 201 and made.json()["name"] == "team"
@@ -577,8 +579,8 @@ class _BrokenService(MemoryService):
 async def test_crashes_are_500_envelopes_without_internals(svc: MemoryService) -> None:
     broken = _BrokenService(svc.db, max_file_bytes=svc.max_file_bytes)
     env = make_env(broken)
-    transport = httpx.ASGITransport(app=env.app, raise_app_exceptions=False)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+    transport = httpx2.ASGITransport(app=env.app, raise_app_exceptions=False)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         crash = await c.get(f"{S}/tree", headers=auth(env.admin))
         assert "boom" not in crash.text and "Traceback" not in crash.text
         error(crash, 500, "internal_error")
@@ -590,8 +592,8 @@ async def test_crashes_are_500_envelopes_without_internals(svc: MemoryService) -
 
 async def test_rate_limit_is_per_token_with_retry_after(svc: MemoryService) -> None:
     env = make_env(svc, ApiSettings(rate=0.1, burst=3))
-    transport = httpx.ASGITransport(app=env.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+    transport = httpx2.ASGITransport(app=env.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         statuses = [(await c.get(f"{S}/tree", headers=auth(env.bot))).status_code for _ in range(4)]
         assert statuses == [200, 200, 200, 429]
         limited = await c.get(f"{S}/tree", headers=auth(env.bot))
@@ -604,7 +606,7 @@ async def test_rate_limit_is_per_token_with_retry_after(svc: MemoryService) -> N
 
 
 async def test_metrics_count_requests_and_cas_conflicts(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin)
     await client.put(f"{F}/org/m.md", content="m", headers=a)

@@ -15,7 +15,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import uvicorn
 
@@ -80,7 +80,7 @@ def test_sse_stream_follows_the_feed_with_read_rights_and_resumes(
     env, url = live
     a = auth(env.admin)
     feed = f"{url}/v1/stores/default/changes/stream"
-    with httpx.Client(timeout=10) as client:
+    with httpx2.Client(timeout=10) as client:
         client.put(f"{url}/v1/stores/default/files/projects/acme/one.md", content="1", headers=a)
         with client.stream("GET", f"{feed}?after=0", headers=auth(env.bot)) as stream:
             assert stream.status_code == 200
@@ -104,7 +104,7 @@ def test_sse_stream_follows_the_feed_with_read_rights_and_resumes(
 def test_sse_stream_ends_when_its_token_is_revoked(svc: MemoryService) -> None:
     env = make_env(svc, ApiSettings(rate=None, token_cache_seconds=0.2))
     info = svc.create_token(OWNER, "agent:bot")
-    with ThreadedServer(env.app) as url, httpx.Client(timeout=10) as client:
+    with ThreadedServer(env.app) as url, httpx2.Client(timeout=10) as client:
         feed = f"{url}/v1/stores/default/changes/stream"
         with client.stream("GET", feed, headers=auth(info.token or "")) as stream:
             lines = stream.iter_lines()
@@ -160,9 +160,9 @@ class ServeProcess:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, "".join(self.stderr)
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx2.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     return
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 pass
             time.sleep(0.05)
         raise AssertionError("memdir serve did not become healthy:\n" + "".join(self.stderr))
@@ -190,7 +190,7 @@ def test_memdir_serve_creates_the_database_and_prints_an_admin_token(
         (token,) = server.tokens()
         assert any("serving http://127.0.0.1:" in line for line in server.stderr)
         files = f"{server.url}/v1/stores/default/files/org/live.md"
-        with httpx.Client(headers=auth(token), timeout=10) as client:
+        with httpx2.Client(headers=auth(token), timeout=10) as client:
             created = client.put(files, content="live\n")
             assert created.status_code == 201
             etag = created.headers["etag"]
@@ -202,7 +202,7 @@ def test_memdir_serve_creates_the_database_and_prints_an_admin_token(
             assert client.get(f"{server.url}/v1/me").json()["groups"] == ["admins"]
             metrics = client.get(f"{server.url}/metrics")
             assert metrics.status_code == 200 and "memdir_cas_conflicts_total" in metrics.text
-        assert httpx.get(files).status_code == 401
+        assert httpx2.get(files).status_code == 401
     finally:
         server.stop()
 

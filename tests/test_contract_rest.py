@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 import memdir
@@ -31,9 +31,9 @@ STORE = "default"
 @dataclass
 class Rest:
     svc: MemoryService
-    http: httpx.Client
+    http: httpx2.Client
     url: str
-    transport: httpx.BaseTransport  # the app's, in-process
+    transport: httpx2.BaseTransport  # the app's, in-process
 
     def send(self, method: str, path: str, key: str | None = None, **kwargs: Any) -> Any:
         headers = {"Idempotency-Key": key} if key is not None else {}
@@ -50,13 +50,13 @@ def rest(tmp_path: Path) -> Iterator[Rest]:
     app = create_app(Settings(), svc, api_settings=ApiSettings(rate=None, auth_failure_rate=None))
     transport = SyncASGITransport(app)
     headers = {"Authorization": f"Bearer {token}"}
-    with httpx.Client(transport=transport, base_url="http://memdir", headers=headers) as http:
+    with httpx2.Client(transport=transport, base_url="http://memdir", headers=headers) as http:
         yield Rest(svc, http, url, transport)
     transport.close()
     svc.db.close()
 
 
-def replayed(first: httpx.Response, again: httpx.Response) -> None:
+def replayed(first: httpx2.Response, again: httpx2.Response) -> None:
     """``again`` answers exactly as ``first`` did, marked as a replay."""
     assert again.status_code == first.status_code, again.text
     assert again.content == first.content
@@ -64,7 +64,7 @@ def replayed(first: httpx.Response, again: httpx.Response) -> None:
     assert first.headers.get("Idempotent-Replayed") is None
 
 
-def mismatch(response: httpx.Response) -> None:
+def mismatch(response: httpx2.Response) -> None:
     assert response.status_code == 409, response.text
     assert response.json()["error"]["type"] == "idempotency_mismatch"
 
@@ -209,19 +209,19 @@ def test_propose(rest: Rest) -> None:
     mismatch(rest.send("POST", url, "q1", json={**body, "rationale": "another"}))
 
 
-class LosesFirstResponses(httpx.BaseTransport):
+class LosesFirstResponses(httpx2.BaseTransport):
     """Delivers every request, but loses the response of the first one to each URL."""
 
-    def __init__(self, inner: httpx.BaseTransport) -> None:
+    def __init__(self, inner: httpx2.BaseTransport) -> None:
         self.inner = inner
         self.seen: dict[str, int] = {}
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         response = self.inner.handle_request(request)
         key = f"{request.method} {request.url.path}"
         self.seen[key] = self.seen.get(key, 0) + 1
         if self.seen[key] == 1:
-            raise httpx.ReadError("connection reset after the server answered", request=request)
+            raise httpx2.ReadError("connection reset after the server answered", request=request)
         return response
 
 
@@ -248,7 +248,7 @@ def test_a_write_queued_for_review_is_queued_once(rest: Rest) -> None:
     bot = rest.svc.create_token(OWNER, "agent:bot").token
     url = "/v1/stores/default/files/org/rule.md"
 
-    def put(key: str, content: str) -> httpx.Response:
+    def put(key: str, content: str) -> httpx2.Response:
         headers = {"Authorization": f"Bearer {bot}", "Idempotency-Key": key}
         return rest.http.put(url, content=content, headers=headers)
 

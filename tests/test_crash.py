@@ -27,7 +27,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 
 import memdir
@@ -211,11 +211,11 @@ def _serve_commits(
     """Make the crash writer's commits over REST until the server goes away (or ``stop``)."""
     headers = {"Authorization": f"Bearer {token}"}
     base = f"{url}/v1/stores/{STORE}"
-    with httpx.Client(headers=headers, timeout=30) as client:
+    with httpx2.Client(headers=headers, timeout=30) as client:
         try:
             counter = client.get(f"{base}/files/counter.md", params={"format": "json"})
             counter.raise_for_status()
-        except httpx.HTTPError:
+        except httpx2.HTTPError:
             return  # killed before the first request
         digest, n = counter.json()["sha256"], int(counter.json()["content"])
         while not stop.is_set():
@@ -238,7 +238,7 @@ def _serve_commits(
                     json={"operations": ops},
                     headers={"Idempotency-Key": f"commit-{n}"},
                 )
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 return  # the server was killed: this commit is not acknowledged
             assert response.status_code == 201, response.text
             result = response.json()

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from click.testing import CliRunner
 
@@ -264,10 +264,10 @@ def test_rest_runs_and_shows_a_dream(lite: MemoryService) -> None:
     secret = lite.create_token(OWNER, "user:ops").token or ""
     app = create_app(Settings(), lite, api_settings=ApiSettings(rate=None))
     headers = {"Authorization": f"Bearer {secret}"}
-    transport = httpx.ASGITransport(app=app)
+    transport = httpx2.ASGITransport(app=app)
 
     async def go() -> None:
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        async with httpx2.AsyncClient(transport=transport, base_url="http://t") as client:
             made = await client.post(f"/v1/stores/{STORE}/dreams", json={"min_sessions": 5},
                                      headers=headers)  # fmt: skip
             assert made.status_code == 201, made.text

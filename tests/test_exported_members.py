@@ -37,7 +37,7 @@ def test_the_sdk_is_imported_lazily() -> None:
     import sys
 
     code = (
-        "import sys, memdir; assert 'httpx' not in sys.modules, 'import memdir imported httpx'; "
+        "import sys, memdir; assert 'httpx2' not in sys.modules, 'import memdir imported httpx2'; "
         "memdir.Client; assert 'memdir.sdk' in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner, Result
@@ -117,14 +117,14 @@ def env(store: MemoryService) -> Env:
 
 
 @pytest.fixture
-async def client(env: Env) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=env.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+async def client(env: Env) -> AsyncIterator[httpx2.AsyncClient]:
+    transport = httpx2.ASGITransport(app=env.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         c.headers.update(auth(env.admin))
         yield c
 
 
-def assert_error(response: httpx.Response, status: int, type_: str, *words: str) -> None:
+def assert_error(response: httpx2.Response, status: int, type_: str, *words: str) -> None:
     assert response.status_code == status, response.text
     error = response.json()["error"]
     assert error["type"] == type_, error
@@ -204,7 +204,7 @@ def test_policy_yaml_refuses_anchors_and_depth(store: MemoryService) -> None:
 
 
 @pytest.mark.anyio
-async def test_yaml_bombs_over_rest(client: httpx.AsyncClient, env: Env) -> None:
+async def test_yaml_bombs_over_rest(client: httpx2.AsyncClient, env: Env) -> None:
     before = state(env.svc)
     response = await client.put(f"{F}/bomb.md", content=ALIAS_BOMB.encode())
     assert_error(response, 422, "invalid_content", "anchors (&a)")
@@ -282,9 +282,9 @@ def test_transcript_files_are_bounded(limited: MemoryService) -> None:
 @pytest.mark.anyio
 async def test_rest_limits_apply_before_the_body_is_read(limited: MemoryService) -> None:
     env = rest_env(limited, max_request_bytes=4000)
-    transport = httpx.ASGITransport(app=env.app)
+    transport = httpx2.ASGITransport(app=env.app)
     before = state(limited)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as client:
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as client:
         client.headers.update(auth(env.admin))
         ops = [{"op": "create", "path": f"/n/{i}.md", "content": "x"} for i in range(6)]
         response = await client.post(f"{S}/commits", json={"operations": ops})
@@ -357,7 +357,7 @@ def test_huge_integers_are_invalid_input_in_the_service(store: MemoryService) ->
 
 
 @pytest.mark.anyio
-async def test_huge_integers_over_rest(client: httpx.AsyncClient, env: Env) -> None:
+async def test_huge_integers_over_rest(client: httpx2.AsyncClient, env: Env) -> None:
     before = state(env.svc)
     huge = str(HUGE)
     for method, url, body in [
@@ -440,7 +440,7 @@ def test_scripts_written_whole_are_accepted(store: MemoryService) -> None:
 
 
 @pytest.mark.anyio
-async def test_look_alike_paths_over_rest(client: httpx.AsyncClient, env: Env) -> None:
+async def test_look_alike_paths_over_rest(client: httpx2.AsyncClient, env: Env) -> None:
     before = state(env.svc)
     for encoded, why in [("a%E2%80%A8b.md", "U+2028"), ("p%D0%B0ypal.md", "Cyrillic")]:
         response = await client.put(f"{F}/{encoded}", content=b"x")
@@ -505,8 +505,8 @@ def test_listings_summarise_large_operations(store: MemoryService) -> None:
 async def test_proposal_limits_over_rest(small: MemoryService) -> None:
     env = rest_env(small)
     before = state(small)
-    transport = httpx.ASGITransport(app=env.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as client:
+    transport = httpx2.ASGITransport(app=env.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as client:
         client.headers.update(auth(env.admin))
         ops = [{"op": "create", "path": "/p.md", "content": "z" * 5000}]
         response = await client.post(f"{S}/proposals", json={"operations": ops})
@@ -539,7 +539,7 @@ def test_proposal_limits_through_the_cli(db: str) -> None:
 
 @pytest.mark.anyio
 async def test_invalid_percent_escapes_are_an_invalid_path(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     before = state(env.svc)
     for method in ("PUT", "GET", "DELETE"):
@@ -621,7 +621,7 @@ def test_if_match_must_be_a_sha256(store: MemoryService) -> None:
 
 
 @pytest.mark.anyio
-async def test_if_match_over_rest(client: httpx.AsyncClient, env: Env) -> None:
+async def test_if_match_over_rest(client: httpx2.AsyncClient, env: Env) -> None:
     before = state(env.svc)
     response = await client.put(f"{F}/ok.md", content=b"x", headers={"If-Match": '"not-a-sha"'})
     assert_error(response, 400, "invalid_input", "must be a sha256", "'not-a-sha'")
@@ -725,7 +725,7 @@ def test_a_truncated_anthropic_array_is_still_anthropic(store: MemoryService) ->
 
 
 @pytest.mark.anyio
-async def test_transcript_detection_over_rest(client: httpx.AsyncClient, env: Env) -> None:
+async def test_transcript_detection_over_rest(client: httpx2.AsyncClient, env: Env) -> None:
     before = state(env.svc)
     response = await client.post(f"{S}/transcripts", content=b'{"role": "user"}\n')
     assert_error(response, 400, "invalid_input", "nothing imported", "openai-chat importer")

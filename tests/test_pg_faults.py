@@ -24,7 +24,7 @@ from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-import httpx
+import httpx2
 import psycopg
 import pytest
 
@@ -112,9 +112,9 @@ async def test_rest_reads_recover_from_connections_the_server_killed(
 ) -> None:
     svc, url = pg_svc
     env = make_env(svc)
-    transport = httpx.ASGITransport(app=env.app)
+    transport = httpx2.ASGITransport(app=env.app)
     file_url = "/v1/stores/default/files/org/r.md"
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as client:
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as client:
         created = await client.put(file_url, content="rest\n", headers=auth(env.admin))
         assert created.status_code == 201
         for _ in range(8):  # spread over the thread pool's threads
@@ -171,11 +171,11 @@ CLIENTS_SCRIPT = textwrap.dedent(
 )
 
 
-def _get(client: httpx.Client, url: str) -> httpx.Response | None:
+def _get(client: httpx2.Client, url: str) -> httpx2.Response | None:
     """One request without retries; None when the server cannot be reached."""
     try:
         return client.get(url)
-    except httpx.TransportError:
+    except httpx2.TransportError:
         return None
 
 
@@ -245,7 +245,7 @@ def test_two_servers_ride_out_postgres_restarts(tmp_path: Path) -> None:
         pytest.skip(f"no throwaway PostgreSQL cluster: {exc}")
     servers: list[ServeProcess] = []
     fleet: Fleet | None = None
-    probe = httpx.Client(timeout=10)
+    probe = httpx2.Client(timeout=10)
     try:
         db = create_database(cluster.url, "memdir_restarts")
         conninfo = _psycopg_conninfo(db)

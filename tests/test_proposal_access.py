@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 import sqlalchemy as sa
 from click.testing import CliRunner
@@ -58,12 +58,12 @@ class World:
             self.tokens[pid] = self.svc.create_token(OWNER, pid).token or ""
         app = create_app(Settings(), self.svc, api_settings=ApiSettings(rate=None))
         self.transport = SyncASGITransport(app)
-        self.http = httpx.Client(transport=self.transport, base_url="http://memdir", timeout=60)
+        self.http = httpx2.Client(transport=self.transport, base_url="http://memdir", timeout=60)
 
     def who(self, pid: str) -> Principal:
         return self.svc.resolve(pid)
 
-    def rest(self, pid: str, method: str, tail: str, **kwargs: Any) -> httpx.Response:
+    def rest(self, pid: str, method: str, tail: str, **kwargs: Any) -> httpx2.Response:
         headers = {"Authorization": f"Bearer {self.tokens[pid]}"}
         return self.http.request(method, f"/v1/stores/{STORE}{tail}", headers=headers, **kwargs)
 

@@ -9,7 +9,7 @@ import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 
-import httpx
+import httpx2
 import pytest
 
 import memdir
@@ -41,17 +41,17 @@ def sqlite_svc(db_file: Path) -> MemoryService:
 
 
 @pytest.fixture
-async def client(sqlite_svc: MemoryService) -> AsyncIterator[httpx.AsyncClient]:
+async def client(sqlite_svc: MemoryService) -> AsyncIterator[httpx2.AsyncClient]:
     # a rate of 0.1/s: the probes must never be limited (ten of them below in well under 10 s)
     app = create_app(Settings(), sqlite_svc, api_settings=ApiSettings(rate=0.1, burst=1))
-    transport = httpx.ASGITransport(app=app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+    transport = httpx2.ASGITransport(app=app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         yield c
     sqlite_svc.db.close()
 
 
 async def test_ready_when_the_database_answers_with_the_current_schema(
-    client: httpx.AsyncClient,
+    client: httpx2.AsyncClient,
 ) -> None:
     for _ in range(5):
         ready = await client.get("/readyz")
@@ -66,7 +66,7 @@ async def test_ready_when_the_database_answers_with_the_current_schema(
 
 
 async def test_a_schema_behind_is_not_ready_and_says_to_migrate(
-    client: httpx.AsyncClient, db_file: Path
+    client: httpx2.AsyncClient, db_file: Path
 ) -> None:
     raw = sqlite3.connect(db_file)
     with raw:
@@ -83,7 +83,7 @@ async def test_a_schema_behind_is_not_ready_and_says_to_migrate(
 
 
 async def test_a_database_that_does_not_answer_is_reported_in_bounded_time(
-    client: httpx.AsyncClient, sqlite_svc: MemoryService, db_file: Path
+    client: httpx2.AsyncClient, sqlite_svc: MemoryService, db_file: Path
 ) -> None:
     # Another process holds the file in exclusive locking mode: a new connection of memdir's
     # waits in SQLite's busy handler (60 s) — the database is there but does not answer.

@@ -13,7 +13,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from mcp import Client
 
@@ -158,9 +158,9 @@ def env(svc: MemoryService) -> Env:
 
 
 @pytest.fixture
-async def client(env: Env) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=env.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+async def client(env: Env) -> AsyncIterator[httpx2.AsyncClient]:
+    transport = httpx2.ASGITransport(app=env.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         yield c
 
 
@@ -171,7 +171,7 @@ def anyio_backend() -> str:
 
 @pytest.mark.anyio
 async def test_rest_screens_the_reason_the_path_name_and_the_rationale(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     bot = auth(env.bot)
     reason = await client.put(

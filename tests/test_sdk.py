@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 
@@ -101,11 +101,11 @@ class Server:
         while time.monotonic() < deadline:
             assert self.proc.poll() is None, "".join(self.stderr)
             try:
-                if httpx.get(f"{self.url}/healthz", timeout=1).status_code == 200:
+                if httpx2.get(f"{self.url}/healthz", timeout=1).status_code == 200:
                     tokens = [m[1] for line in self.stderr if (m := TOKEN_LINE.match(line))]
                     assert len(tokens) == 1, self.stderr
                     return tokens[0]
-            except httpx.TransportError:
+            except httpx2.TransportError:
                 pass
             time.sleep(0.05)
         raise AssertionError("memdir serve did not start:\n" + "".join(self.stderr))

@@ -1,6 +1,6 @@
 """The SDK's transport behaviour: retries, idempotency keys, the error envelope by ``type``.
 
-Failures are injected at the transport seam (``httpx.MockTransport``, or a transport that
+Failures are injected at the transport seam (``httpx2.MockTransport``, or a transport that
 loses the real app's first response); memdir itself is never replaced.
 """
 
@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 
 import memdir
@@ -40,10 +40,10 @@ COMMIT = {
 
 
 def envelope(status: int, type_: str, headers: dict[str, str] | None = None, **details: Any) -> (
-    httpx.Response
+    httpx2.Response
 ):  # fmt: skip
     body = {"error": {"type": type_, "message": f"{type_} happened", **details}}
-    return httpx.Response(status, json=body, headers=headers)
+    return httpx2.Response(status, json=body, headers=headers)
 
 
 @pytest.fixture(autouse=True)
@@ -56,11 +56,11 @@ def _no_memdir_environment(monkeypatch: pytest.MonkeyPatch) -> None:
 class Script:
     """Answers requests in order with the given responses (or raises the given errors)."""
 
-    def __init__(self, *answers: httpx.Response | Exception) -> None:
+    def __init__(self, *answers: httpx2.Response | Exception) -> None:
         self.answers = list(answers)
-        self.requests: list[httpx.Request] = []
+        self.requests: list[httpx2.Request] = []
 
-    def __call__(self, request: httpx.Request) -> httpx.Response:
+    def __call__(self, request: httpx2.Request) -> httpx2.Response:
         self.requests.append(request)
         answer = self.answers.pop(0) if len(self.answers) > 1 else self.answers[0]
         if isinstance(answer, Exception):
@@ -81,7 +81,7 @@ def run(request: pytest.FixtureRequest) -> Iterator[Callable[[Script, Callable[[
     def sync(script: Script, action: Callable[[Any], Any], **kwargs: Any) -> Any:
         kwargs.setdefault("max_retries", 3)
         with memdir.Client(
-            "http://memdir.test", "mdr_x", transport=httpx.MockTransport(script), **kwargs
+            "http://memdir.test", "mdr_x", transport=httpx2.MockTransport(script), **kwargs
         ) as client:
             return action(client)
 
@@ -90,7 +90,7 @@ def run(request: pytest.FixtureRequest) -> Iterator[Callable[[Script, Callable[[
 
         async def main() -> Any:
             async with memdir.AsyncClient(
-                "http://memdir.test", "mdr_x", transport=httpx.MockTransport(script), **kwargs
+                "http://memdir.test", "mdr_x", transport=httpx2.MockTransport(script), **kwargs
             ) as client:
                 return await action(client)
 
@@ -101,9 +101,9 @@ def run(request: pytest.FixtureRequest) -> Iterator[Callable[[Script, Callable[[
 
 def test_a_retried_mutation_repeats_its_idempotency_key(run: Run) -> None:
     script = Script(
-        httpx.ConnectError("refused"),
+        httpx2.ConnectError("refused"),
         envelope(503, "backend_error", {"Retry-After": "0"}),
-        httpx.Response(201, json=COMMIT),
+        httpx2.Response(201, json=COMMIT),
     )
     result = run(script, lambda c: c.write("/a.md", "a", if_absent=True, reason="été"))
     assert result.results[0].operation == "created"
@@ -114,14 +114,14 @@ def test_a_retried_mutation_repeats_its_idempotency_key(run: Run) -> None:
     assert sent.headers.get_list("x-memdir-reason") == ["été"]  # UTF-8 on the wire
     assert sent.headers["authorization"] == "Bearer mdr_x"
 
-    again = Script(httpx.Response(200, json=COMMIT))
+    again = Script(httpx2.Response(200, json=COMMIT))
     run(again, lambda c: c.write("/a.md", "a", if_match="0" * 64))
     assert again.keys()[0] not in keys  # a new logical change, a new key
 
 
 def test_rate_limits_are_waited_out_then_raised(run: Run) -> None:
     limited = envelope(429, "rate_limited", {"Retry-After": "0"}, retry_after=0)
-    script = Script(limited, httpx.Response(200, json={"items": ["/a.md"], "next_cursor": None}))
+    script = Script(limited, httpx2.Response(200, json={"items": ["/a.md"], "next_cursor": None}))
     assert run(script, lambda c: c.glob("/**")) == ["/a.md"]
     assert len(script.requests) == 2
 
@@ -141,20 +141,20 @@ def test_requests_the_server_does_not_deduplicate_are_not_resent(run: Run) -> No
         run(script, lambda c: c.create_token("agent:x"))  # its secret cannot be replayed
     assert len(script.requests) == 1
     assert type(raised.value) is MemdirError and raised.value.details["type"] == "internal_error"
-    refused = Script(httpx.ConnectError("refused"), envelope(500, "internal_error"))
+    refused = Script(httpx2.ConnectError("refused"), envelope(500, "internal_error"))
     with pytest.raises(MemdirError):
         run(refused, lambda c: c.create_token("agent:x"))
     assert len(refused.requests) == 2  # never arrived: safe to send again
 
 
 def test_errors_are_chosen_by_type(run: Run) -> None:
-    cases: list[tuple[httpx.Response, type[MemdirError]]] = [
+    cases: list[tuple[httpx2.Response, type[MemdirError]]] = [
         (envelope(418, "not_found"), NotFound),
         (envelope(412, "precondition_failed", current_sha256="ab"), PreconditionFailed),
         (envelope(202, "proposed", proposal="p-1"), Proposed),
         (envelope(405, "method_not_allowed"), MemdirError),
-        (httpx.Response(502, text="<html>bad gateway</html>"), MemdirError),
-        (httpx.Response(503, text="down"), BackendError),
+        (httpx2.Response(502, text="<html>bad gateway</html>"), MemdirError),
+        (httpx2.Response(503, text="down"), BackendError),
     ]
     for response, cls in cases:
         with pytest.raises(cls) as raised:
@@ -164,31 +164,31 @@ def test_errors_are_chosen_by_type(run: Run) -> None:
         run(Script(envelope(202, "proposed", proposal="p-1")), lambda c: c.delete("/a.md"))
     assert proposed.value.details["proposal"] == "p-1"
     with pytest.raises(BackendError) as unreachable:
-        run(Script(httpx.ConnectError("refused")), lambda c: c.read("/a.md"), max_retries=0)
+        run(Script(httpx2.ConnectError("refused")), lambda c: c.read("/a.md"), max_retries=0)
     assert "could not reach memdir at http://memdir.test" in unreachable.value.message
 
 
 # --- a lost response, against the real app ------------------------------------------------------
 
 
-class LoseFirstResponse(httpx.BaseTransport, httpx.AsyncBaseTransport):
+class LoseFirstResponse(httpx2.BaseTransport, httpx2.AsyncBaseTransport):
     """Delivers every request to the app, but loses the first response (a dropped connection)."""
 
     def __init__(self, inner: Any) -> None:
         self.inner = inner
-        self.sent: list[httpx.Request] = []
+        self.sent: list[httpx2.Request] = []
 
-    def _lost(self, request: httpx.Request) -> None:
+    def _lost(self, request: httpx2.Request) -> None:
         self.sent.append(request)
         if len(self.sent) == 1:
-            raise httpx.ReadError("connection reset after the request was sent", request=request)
+            raise httpx2.ReadError("connection reset after the request was sent", request=request)
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         response = self.inner.handle_request(request)
         self._lost(request)
         return response  # type: ignore[no-any-return]
 
-    async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
+    async def handle_async_request(self, request: httpx2.Request) -> httpx2.Response:
         response = await self.inner.handle_async_request(request)
         self._lost(request)
         return response  # type: ignore[no-any-return]
@@ -208,7 +208,7 @@ def test_a_write_whose_response_was_lost_applies_once(tmp_path: Path, flavour: s
                 result = client.write("/org/a.md", "once\n", if_absent=True)
             transport.inner.close()
         else:
-            transport = LoseFirstResponse(httpx.ASGITransport(app=app))
+            transport = LoseFirstResponse(httpx2.ASGITransport(app=app))
 
             async def main() -> Any:
                 async with memdir.AsyncClient("http://memdir", token, transport=transport) as c:

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import anyio
-import httpx
+import httpx2
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -166,8 +166,8 @@ async def test_rest_search_hits_carry_a_rank_and_no_score(tmp_path: Path) -> Non
     svc.commit(OWNER, STORE, [Write(p, c) for p, c in READABLE.items()])
     token = svc.create_token(OWNER, ALPHA.id).token
     app = create_app(Settings(), svc, api_settings=ApiSettings(rate=None))
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://memdir"
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app), base_url="http://memdir"
     ) as client:
         response = await client.get(
             f"/v1/stores/{STORE}/search",
@@ -226,8 +226,8 @@ async def test_healthz_answers_during_a_hostile_grep(tmp_path: Path) -> None:
     app = create_app(Settings(), svc, api_settings=ApiSettings(rate=None))
     latencies: list[float] = []
     statuses: list[int] = []
-    async with httpx.AsyncClient(
-        transport=httpx.ASGITransport(app=app), base_url="http://memdir", timeout=60
+    async with httpx2.AsyncClient(
+        transport=httpx2.ASGITransport(app=app), base_url="http://memdir", timeout=60
     ) as client:
 
         async def hostile() -> None:

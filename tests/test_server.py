@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import anyio
-import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
@@ -19,7 +18,7 @@ def test_serve_answers_rest_and_mcp_with_the_same_token(tmp_path: Path) -> None:
         server.wait_healthy()
         [token] = server.tokens()
         headers = {"Authorization": f"Bearer {token}"}
-        put = httpx.put(
+        put = httpx2.put(
             f"{server.url}/v1/stores/default/files/org/hello.md",
             content="hello from REST\n",
             headers={**headers, "If-None-Match": "*"},
@@ -36,7 +35,7 @@ def test_serve_answers_rest_and_mcp_with_the_same_token(tmp_path: Path) -> None:
 
         viewed = anyio.run(mcp)
         assert "hello from REST" in viewed
-        unauthenticated = httpx.post(f"{server.url}/mcp/", json={})
+        unauthenticated = httpx2.post(f"{server.url}/mcp/", json={})
         assert unauthenticated.status_code == 401
     finally:
         server.stop()

@@ -8,7 +8,7 @@ from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from tests.test_api import Env, auth, error, make_env
 from tests.test_transcripts import DATA, needs_data
@@ -34,9 +34,9 @@ def env(svc: MemoryService) -> Env:
 
 
 @pytest.fixture
-async def client(env: Env) -> AsyncIterator[httpx.AsyncClient]:
-    transport = httpx.ASGITransport(app=env.app)
-    async with httpx.AsyncClient(transport=transport, base_url="http://memdir") as c:
+async def client(env: Env) -> AsyncIterator[httpx2.AsyncClient]:
+    transport = httpx2.ASGITransport(app=env.app)
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as c:
         yield c
 
 
@@ -62,7 +62,7 @@ def generic(session: str, text: str, error_output: str | None = None) -> bytes:
 
 @needs_data
 async def test_push_tau_bench_session_list_show_export_delete(
-    client: httpx.AsyncClient, env: Env
+    client: httpx2.AsyncClient, env: Env
 ) -> None:
     a = auth(env.admin)
     element = json.loads(TAU.read_text(encoding="utf-8"))[17]
@@ -109,7 +109,7 @@ async def test_push_tau_bench_session_list_show_export_delete(
 
 
 @needs_data
-async def test_push_a_claude_code_session_file(client: httpx.AsyncClient, env: Env) -> None:
+async def test_push_a_claude_code_session_file(client: httpx2.AsyncClient, env: Env) -> None:
     a = auth(env.admin)
     data = CLAUDE.read_bytes()
     r = await client.post(T, content=data, headers=a, params={"project": "acme",
@@ -128,7 +128,9 @@ async def test_push_a_claude_code_session_file(client: httpx.AsyncClient, env: E
     assert again.json()["events"] == 0
 
 
-async def test_project_principal_sees_only_its_project(client: httpx.AsyncClient, env: Env) -> None:
+async def test_project_principal_sees_only_its_project(
+    client: httpx2.AsyncClient, env: Env
+) -> None:
     a = auth(env.admin)
     for session, project in (("s-acme", "acme"), ("s-zeta", "zeta"), ("s-none", None)):
         params = {"project": project} if project else {}
@@ -156,7 +158,7 @@ async def test_project_principal_sees_only_its_project(client: httpx.AsyncClient
     assert r.status_code in (400, 403), r.text
 
 
-async def test_pagination_with_cursor(client: httpx.AsyncClient, env: Env) -> None:
+async def test_pagination_with_cursor(client: httpx2.AsyncClient, env: Env) -> None:
     a = auth(env.admin)
     body = b"".join(generic(f"s{i}", f"text {i}") for i in range(5))
     assert (await client.post(T, content=body, headers=a, params={"project": "acme"})).json()[
@@ -174,7 +176,7 @@ async def test_pagination_with_cursor(client: httpx.AsyncClient, env: Env) -> No
     assert len(seen) == len(set(seen)) == 5
 
 
-async def test_malformed_input_and_unauthenticated(client: httpx.AsyncClient, env: Env) -> None:
+async def test_malformed_input_and_unauthenticated(client: httpx2.AsyncClient, env: Env) -> None:
     a = auth(env.admin)
     err = error(await client.post(T, content=b"not json at all\n", headers=a), 400,
                 "invalid_input")  # fmt: skip

@@ -11,7 +11,7 @@ Open a database and call the service as a principal::
 
 or reach a server (or a local database, in-process) with the SDK, ``memdir.Client`` and
 ``memdir.AsyncClient`` (see ``docs/sdk.md``); they are imported on first use, so
-``import memdir`` does not import httpx.
+``import memdir`` does not import its HTTP client (httpx2).
 """
 
 from __future__ import annotations
@@ -118,7 +118,7 @@ _LAZY = {"Client": "memdir.sdk", "AsyncClient": "memdir.sdk"}
 
 
 def __getattr__(name: str) -> Any:
-    """The SDK clients, imported on first access (they need httpx; the store does not)."""
+    """The SDK clients, imported on first access (they need httpx2; the store does not)."""
     if name in _LAZY:
         import importlib
 

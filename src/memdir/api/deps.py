@@ -31,6 +31,7 @@ from memdir.core.model import CommitResult, Principal, Provenance
 from memdir.service import MemoryService
 
 __all__ = [
+    "JSON_ETAG_SUFFIX",
     "AppState",
     "Caller",
     "Ctx",
@@ -267,6 +268,9 @@ def commit_paths(result: Any) -> list[str]:
 
 
 _ENTITY_TAG = re.compile(r'(W/)?"([^"]*)"')
+#: The JSON representation's ETag is the sha256 with this suffix (the markdown's is the bare
+#: sha256); ``If-Match`` takes either, as both name the same content.
+JSON_ETAG_SUFFIX = "-json"
 
 
 def parse_if_match(value: str | None) -> tuple[tuple[bool, str], ...] | None:
@@ -289,9 +293,10 @@ def parse_if_match(value: str | None) -> tuple[tuple[bool, str], ...] | None:
         part = part.strip()
         match = _ENTITY_TAG.fullmatch(part)
         if match is not None:
-            tags.append((match.group(1) is not None, match.group(2).lower()))
+            tag = match.group(2).lower().removesuffix(JSON_ETAG_SUFFIX)
+            tags.append((match.group(1) is not None, tag))
         elif part and '"' not in part and " " not in part:
-            tags.append((False, part.lower()))
+            tags.append((False, part.lower().removesuffix(JSON_ETAG_SUFFIX)))
         else:
             raise InvalidInput(
                 f'If-Match must be entity tags such as "<sha256>" (the ETag you read), '

@@ -249,6 +249,8 @@ class _Commands:
                     f"No replacement was performed. Multiple occurrences of old_str `{old}` in "
                     f"lines: {', '.join(map(str, lines))}. Please ensure it is unique"
                 )
+            if old == new:  # the reference reports the edit; memdir makes no empty version
+                return _snippet(found.content, lines[0] - 1)
             try:
                 yield self._change("str_replace", target, old, new, if_match=found.sha256)
             except PreconditionFailed:
@@ -296,6 +298,12 @@ class _Commands:
         if old == self.root:
             raise ToolError("Cannot rename the /memories directory itself")
         exists = ToolError(f"The destination {command.new_path} already exists")
+        # the reference's order: an existing destination is refused before the source is looked
+        # at (a file or a directory there, the root, or the source itself by another name)
+        if new == self.root or (yield from self._file(new)) is not None:
+            raise exists
+        if (yield from self._files_under(new)):
+            raise exists
         try:
             yield self._change("rename", old, new)
         except PathConflict:

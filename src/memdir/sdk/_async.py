@@ -6,7 +6,7 @@ from collections.abc import AsyncIterator, Callable, Coroutine
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 import anyio
-import httpx
+import httpx2
 
 from memdir.core.errors import MemdirError
 from memdir.core.model import ChangeEvent, Provenance
@@ -45,7 +45,7 @@ class AsyncClient(_BaseClient):
     """The async twin of :class:`memdir.Client`: the same methods, awaited.
 
     Over HTTP (``base_url`` + ``token``) or in-process over a database (``db=``), through
-    ``httpx.ASGITransport``. Use ``async with`` or ``await client.aclose()``.
+    ``httpx2.ASGITransport``. Use ``async with`` or ``await client.aclose()``.
     """
 
     def __init__(
@@ -60,16 +60,16 @@ class AsyncClient(_BaseClient):
         max_retries: int = DEFAULT_MAX_RETRIES,
         provenance: Provenance | None = None,
         create: bool = False,
-        transport: httpx.AsyncBaseTransport | None = None,
+        transport: httpx2.AsyncBaseTransport | None = None,
     ) -> None:
         super().__init__(
             base_url, token, store=store, db=db, principal=principal, timeout=timeout,
             max_retries=max_retries, provenance=provenance, create=create,
         )  # fmt: skip
         if transport is None and self._local is not None:
-            transport = httpx.ASGITransport(app=self._local.app)
+            transport = httpx2.ASGITransport(app=self._local.app)
         try:
-            self._http = httpx.AsyncClient(transport=transport, timeout=timeout)
+            self._http = httpx2.AsyncClient(transport=transport, timeout=timeout)
         except BaseException:
             self._close_local()
             raise
@@ -93,7 +93,7 @@ class AsyncClient(_BaseClient):
         while True:
             try:
                 response = await self._http.send(call.request)
-            except httpx.TransportError as error:
+            except httpx2.TransportError as error:
                 delay = retry_delay(call, attempt, self.max_retries, error=error)
                 if delay is None:
                     raise unreachable(self.base_url, error) from error

@@ -1,6 +1,6 @@
 """The request-building base shared by :class:`~memdir.Client` and :class:`~memdir.AsyncClient`.
 
-:class:`_BaseClient` holds the configuration, builds every ``httpx.Request`` and parses every
+:class:`_BaseClient` holds the configuration, builds every ``httpx2.Request`` and parses every
 response; it never sends. Each public method of the clients is a builder here (``_read``,
 ``_write``, ...) returning a :data:`~memdir.sdk._wire.Plan`, which the sync client drives with
 blocking sends and the async client with awaited ones — the same split as httpx's
@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any, TypeVar, cast
 from urllib.parse import quote
 
-import httpx
+import httpx2
 
 import memdir
 from memdir.core.errors import InvalidInput, NotFound, PreconditionFailed
@@ -154,20 +154,20 @@ class _BaseClient:
         params: dict[str, Any] | None = None,
         json: Any = None,
         content: bytes | None = None,
-        headers: httpx.Headers | None = None,
+        headers: httpx2.Headers | None = None,
         timeout: float | None = None,
-    ) -> httpx.Request:
-        all_headers = httpx.Headers(self._headers)
+    ) -> httpx2.Request:
+        all_headers = httpx2.Headers(self._headers)
         if headers is not None:
             all_headers.update(headers)
-        return httpx.Request(
+        return httpx2.Request(
             method,
             self._base + path,
             params={k: v for k, v in (params or {}).items() if v is not None},
             json=json,
             content=content,
             headers=all_headers,
-            extensions={"timeout": httpx.Timeout(timeout or self.timeout).as_dict()},
+            extensions={"timeout": httpx2.Timeout(timeout or self.timeout).as_dict()},
         )
 
     def _store_url(self, store: str | None, tail: str = "") -> str:
@@ -179,7 +179,7 @@ class _BaseClient:
 
     def _change_headers(
         self, reason: str | None, provenance: Provenance | None, **extra: str
-    ) -> httpx.Headers:
+    ) -> httpx2.Headers:
         """Provenance headers (UTF-8) and a fresh ``Idempotency-Key`` for one logical change.
 
         The key is made here, once per call of a public method, and travels in the built
@@ -191,7 +191,7 @@ class _BaseClient:
             merged = replace(merged, **{k: v for k, v in asdict(provenance).items() if v})
         if reason is not None:
             merged = replace(merged, reason=reason)
-        headers = httpx.Headers(extra)
+        headers = httpx2.Headers(extra)
         headers["Idempotency-Key"] = merged.idempotency_key or uuid.uuid4().hex
         for field, header in _PROVENANCE_HEADERS:
             value = getattr(merged, field)
@@ -575,7 +575,7 @@ class _BaseClient:
 
     def _review(
         self, proposal: str, verb: str, body: dict[str, Any], store: str | None
-    ) -> httpx.Request:
+    ) -> httpx2.Request:
         url = self._store_url(store, f"/proposals/{quote(proposal, safe='')}/{verb}")
         return self._request("POST", url, json=body, headers=_fresh_key())
 
@@ -629,7 +629,7 @@ class _BaseClient:
         events."""
         params = {"format": format, "name": name, "project": project, "agent": agent,
                   "user": user, "task": task, "label": list(labels) or None}  # fmt: skip
-        headers = httpx.Headers({"Content-Type": "application/x-ndjson"})
+        headers = httpx2.Headers({"Content-Type": "application/x-ndjson"})
         request = self._request("POST", self._store_url(store, "/transcripts"), params=params,
                                 content=bytes(data), headers=headers)  # fmt: skip
         return single(Call(request, _parser(ImportReport)))
@@ -790,7 +790,7 @@ def _operation(op: Operation) -> dict[str, Any]:
     return {k: v for k, v in data.items() if v is not None and not (k == "if_absent" and not v)}
 
 
-def _change_batch(response: httpx.Response) -> ChangeBatch:
+def _change_batch(response: httpx2.Response) -> ChangeBatch:
     page = response.json()
     events = tuple(cast(ChangeEvent, from_json(ChangeEvent, e)) for e in page["items"])
     return ChangeBatch(events, int(page["next_after"]), int(page["revision"]))

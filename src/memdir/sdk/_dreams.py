@@ -13,7 +13,7 @@ from collections.abc import Sequence
 from typing import Any
 from urllib.parse import quote
 
-import httpx
+import httpx2
 
 from memdir.core.model import CommitResult
 from memdir.dreams import DreamRun
@@ -105,5 +105,5 @@ def _revert_dream_run(
     return single(Call(request, _commits))
 
 
-def _commits(response: httpx.Response) -> list[CommitResult]:
+def _commits(response: httpx2.Response) -> list[CommitResult]:
     return [from_json(CommitResult, c) for c in _json(response)["commits"]]

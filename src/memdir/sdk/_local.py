@@ -2,7 +2,7 @@
 
 A client given ``db=URL`` instead of ``base_url`` opens the database, builds the same ASGI app
 ``memdir serve`` runs (``memdir.api.create_app``) and talks to it without a socket — the async
-client through ``httpx.ASGITransport``, the sync client through :class:`SyncASGITransport`, an
+client through ``httpx2.ASGITransport``, the sync client through :class:`SyncASGITransport`, an
 anyio blocking portal (one event-loop thread per client, as Starlette's ``TestClient`` does).
 Every request therefore takes exactly the path an HTTP request takes: authentication, policy,
 the error envelope, idempotency keys.
@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import anyio
-import httpx
+import httpx2
 from anyio.from_thread import BlockingPortal
 
 from memdir.core.errors import InvalidInput, NotFound, Unauthenticated
@@ -113,7 +113,7 @@ def open_local(
     return LocalApp(app, service, bearer)
 
 
-class SyncASGITransport(httpx.BaseTransport):
+class SyncASGITransport(httpx2.BaseTransport):
     """Sends sync requests to an ASGI app through an event loop in a daemon thread.
 
     The loop runs an anyio :class:`~anyio.from_thread.BlockingPortal` (as Starlette's
@@ -123,7 +123,7 @@ class SyncASGITransport(httpx.BaseTransport):
     """
 
     def __init__(self, app: Any) -> None:
-        self._inner = httpx.ASGITransport(app=app)
+        self._inner = httpx2.ASGITransport(app=app)
         ready = threading.Event()
         self._portal: BlockingPortal | None = None
 
@@ -139,16 +139,16 @@ class SyncASGITransport(httpx.BaseTransport):
         self._thread.start()
         ready.wait()
 
-    def handle_request(self, request: httpx.Request) -> httpx.Response:
+    def handle_request(self, request: httpx2.Request) -> httpx2.Response:
         if self._portal is None:
             raise RuntimeError("the client is closed; open a new one")
         request.read()  # a byte stream both sync and async code can read
         return self._portal.call(self._handle, request)
 
-    async def _handle(self, request: httpx.Request) -> httpx.Response:
+    async def _handle(self, request: httpx2.Request) -> httpx2.Response:
         response = await self._inner.handle_async_request(request)
         body = await response.aread()
-        return httpx.Response(response.status_code, headers=response.headers, content=body)
+        return httpx2.Response(response.status_code, headers=response.headers, content=body)
 
     def close(self) -> None:
         portal, self._portal = self._portal, None

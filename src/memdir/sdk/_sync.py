@@ -6,7 +6,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
-import httpx
+import httpx2
 
 from memdir.core.errors import MemdirError
 from memdir.core.model import ChangeEvent, Provenance
@@ -63,7 +63,7 @@ class Client(_BaseClient):
         max_retries: int = DEFAULT_MAX_RETRIES,
         provenance: Provenance | None = None,
         create: bool = False,
-        transport: httpx.BaseTransport | None = None,
+        transport: httpx2.BaseTransport | None = None,
     ) -> None:
         super().__init__(
             base_url, token, store=store, db=db, principal=principal, timeout=timeout,
@@ -72,7 +72,7 @@ class Client(_BaseClient):
         try:
             if transport is None and self._local is not None:
                 transport = SyncASGITransport(self._local.app)
-            self._http = httpx.Client(transport=transport, timeout=timeout)
+            self._http = httpx2.Client(transport=transport, timeout=timeout)
         except BaseException:
             self._close_local()
             raise
@@ -96,7 +96,7 @@ class Client(_BaseClient):
         while True:
             try:
                 response = self._http.send(call.request)
-            except httpx.TransportError as error:
+            except httpx2.TransportError as error:
                 delay = retry_delay(call, attempt, self.max_retries, error=error)
                 if delay is None:
                     raise unreachable(self.base_url, error) from error

@@ -1,6 +1,6 @@
 """The SDK's sans-I/O core: calls, plans, JSON → dataclasses, the error envelope, retry rules.
 
-Nothing here sends a request. A :class:`Call` is one ``httpx.Request`` with the function that
+Nothing here sends a request. A :class:`Call` is one ``httpx2.Request`` with the function that
 turns its response into a typed result; a :data:`Plan` is a generator that yields calls (and
 :class:`Sleep` steps) and returns a result. The sync and async clients drive plans, so logic
 that takes several requests — paging, ``update()``'s read / apply / write / retry loop — is
@@ -31,7 +31,7 @@ from typing import (
     get_type_hints,
 )
 
-import httpx
+import httpx2
 
 from memdir.core import errors
 from memdir.core.errors import MemdirError
@@ -79,8 +79,8 @@ class Call(Generic[T]):
     (connection refused) or were refused unprocessed (429).
     """
 
-    request: httpx.Request
-    parse: Callable[[httpx.Response], T]
+    request: httpx2.Request
+    parse: Callable[[httpx2.Response], T]
     retry_safe: bool = True
 
 
@@ -171,7 +171,7 @@ _BY_STATUS: dict[int, type[MemdirError]] = {
 }
 
 
-def error_from_response(response: httpx.Response) -> MemdirError:
+def error_from_response(response: httpx2.Response) -> MemdirError:
     """The exception for an error response, chosen by the envelope's ``error.type``.
 
     Types this client does not know (``method_not_allowed``, ``internal_error``, a newer
@@ -205,7 +205,7 @@ def error_from_response(response: httpx.Response) -> MemdirError:
     )
 
 
-def is_error(response: httpx.Response) -> bool:
+def is_error(response: httpx2.Response) -> bool:
     """4xx/5xx, and 202 — the envelope of a change queued as a proposal (``Proposed``)."""
     return response.status_code >= 400 or response.status_code == 202
 
@@ -218,7 +218,7 @@ def backoff(attempt: int, base: float = 0.25, cap: float = 8.0) -> float:
     return min(cap, base * 2.0**attempt) * random.uniform(0.5, 1.0)
 
 
-def _retry_after(response: httpx.Response) -> float | None:
+def _retry_after(response: httpx2.Response) -> float | None:
     value = response.headers.get("retry-after")
     if value is None:
         return None
@@ -233,7 +233,7 @@ def _retry_after(response: httpx.Response) -> float | None:
     return max(0.0, seconds) if math.isfinite(seconds) else None
 
 
-_CONNECT_ERRORS = (httpx.ConnectError, httpx.ConnectTimeout)
+_CONNECT_ERRORS = (httpx2.ConnectError, httpx2.ConnectTimeout)
 
 
 def retry_delay(
@@ -241,8 +241,8 @@ def retry_delay(
     attempt: int,
     max_retries: int,
     *,
-    response: httpx.Response | None = None,
-    error: httpx.TransportError | None = None,
+    response: httpx2.Response | None = None,
+    error: httpx2.TransportError | None = None,
 ) -> float | None:
     """Seconds to wait before sending ``call`` again, or None to stop (``attempt`` counts from 0).
 
@@ -269,7 +269,7 @@ def retry_delay(
     return None
 
 
-def unreachable(base_url: str, error: httpx.TransportError) -> errors.BackendError:
+def unreachable(base_url: str, error: httpx2.TransportError) -> errors.BackendError:
     """The error for a server that could not be reached (after the retries)."""
     return errors.BackendError(
         f"could not reach memdir at {base_url}: {type(error).__name__}: {error}; is the server "
@@ -285,15 +285,15 @@ def whole_seconds(value: float | dt.timedelta | None) -> int | None:
     return None if value is None else max(1, round(value))
 
 
-def fresh_key() -> httpx.Headers:
+def fresh_key() -> httpx2.Headers:
     """A new ``Idempotency-Key``: retries of the one request it travels in apply it once."""
-    return httpx.Headers({"Idempotency-Key": uuid.uuid4().hex})
+    return httpx2.Headers({"Idempotency-Key": uuid.uuid4().hex})
 
 
-def json_body(response: httpx.Response) -> Any:
+def json_body(response: httpx2.Response) -> Any:
     return response.json()
 
 
-def parser(kind: type[T]) -> Callable[[httpx.Response], T]:
+def parser(kind: type[T]) -> Callable[[httpx2.Response], T]:
     """A response parser into ``kind`` (see :func:`from_json`)."""
     return lambda response: cast(T, from_json(kind, response.json()))

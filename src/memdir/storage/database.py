@@ -15,6 +15,7 @@ costs one cheap version check, not an Alembic import.
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, suppress
@@ -120,6 +121,13 @@ def _dialect_for(url: sa.URL) -> Dialect:
         from memdir.storage.sqlite import SQLiteDialect
 
         return SQLiteDialect()
+    if importlib.util.find_spec("psycopg") is None:
+        raise BackendError(
+            f"{url.render_as_string(hide_password=True)} needs PostgreSQL's driver, psycopg, "
+            "which memdir installs with its 'postgres' extra: pip install 'memdir[postgres]'",
+            url=url.render_as_string(hide_password=True),
+            extra="postgres",
+        )
     from memdir.storage.postgres import PostgresDialect
 
     return PostgresDialect()

@@ -21,6 +21,7 @@ from fastapi import Header, Query, Request
 from fastapi.responses import Response
 
 from memdir.api.deps import (
+    JSON_ETAG_SUFFIX,
     Ctx,
     FilePath,
     Prov,
@@ -130,19 +131,26 @@ async def read_file(
 ) -> Response:
     """The file's content, or with ``format=json`` its FileView (content, sha256, version…).
 
-    ``ETag`` names the file's version (its sha256) even when ``lines`` selects a part.
+    Each representation has its own ``ETag``: ``"<sha256>"`` for the markdown,
+    ``"<sha256>-json"`` for the JSON view, and ``Vary: Accept`` says the choice depends on
+    the request, so an HTTP cache never hands one for the other. Either tag names the content
+    for ``If-Match`` on a write. ``ETag`` names the file's version even when ``lines``
+    selects a part.
     """
     view = await ctx.call(
         ctx.service.read, store, _memory_path(path), version=version, lines=_lines(lines)
     )
+    as_json = _wants_json(format, request)
+    tag = f"{view.sha256}{JSON_ETAG_SUFFIX}" if as_json else view.sha256
     headers = {
-        "ETag": f'"{view.sha256}"',
+        "ETag": f'"{tag}"',
+        "Vary": "Accept",
         "X-Memdir-Version": str(view.version),
         "X-Memdir-Revision": str(view.revision),
     }
-    if if_none_match is not None and _etag_matches(if_none_match, view.sha256):
+    if if_none_match is not None and _etag_matches(if_none_match, tag):
         return Response(status_code=304, headers=headers)
-    if _wants_json(format, request):
+    if as_json:
         return render(view, headers=headers)
     return Response(view.content, media_type="text/markdown; charset=utf-8", headers=headers)
 
