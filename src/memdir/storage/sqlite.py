@@ -261,12 +261,17 @@ class SQLiteDialect:
             return []
         table = fts_table(store_id)
         where, params = _range_sql("h.path", ranges)
+        # Ranked in a subquery, so snippet() runs for the ``limit`` rows returned only.
         rows = _cursor(conn).execute(
             f"SELECT h.path, snippet({table}, 1, '[', ']', '…', 24), h.sha256, h.version "
+            f"FROM (SELECT {table}.rowid AS rid, h.path AS path, "
+            f"bm25({table}, {PATH_WEIGHT}, {BODY_WEIGHT}) AS score "
             f"FROM {table} CROSS JOIN heads h ON h.file_id = {table}.rowid "
             f"WHERE {table} MATCH ? AND h.store_id = ? {where} "
-            f"ORDER BY bm25({table}, {PATH_WEIGHT}, {BODY_WEIGHT}), h.path LIMIT ?",
-            (match, store_id, *params, limit),
+            f"ORDER BY score, h.path LIMIT ?) AS top "
+            f"JOIN {table} ON {table}.rowid = top.rid JOIN heads h ON h.file_id = top.rid "
+            f"WHERE {table} MATCH ? ORDER BY top.score, top.path",
+            (match, store_id, *params, limit, match),
         )
         return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows]
 
