@@ -476,8 +476,9 @@ class MemoryService(
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
-            whole = access.reads_everything() and all(
-                access.can_read(h.path) for h in repo.heads_under(row.id, RESERVED_PREFIX)
+            whole = access.policy is None or (  # the owner reads /.memdir/ too
+                access.reads_everything()
+                and all(access.can_read(h.path) for h in repo.heads_under(row.id, RESERVED_PREFIX))
             )
             rows = repo.search(
                 row.id,
