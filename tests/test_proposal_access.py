@@ -172,6 +172,92 @@ def test_a_pattern_of_one_project_never_goes_to_org_and_org_counts_only_shared_t
         assert p.statistics["sessions_selected"] == 20, p.statistics
 
 
+def _corrections(project: str, session: str, word: str) -> bytes:
+    head = {"type": "transcript", "format": "generic", "session_id": session,
+            "project": project, "started_at": "2026-10-01T10:00:00Z"}  # fmt: skip
+    turns = [("user", "Set up the build please."), ("assistant", "I will run npm install."),
+             ("user", f"No, use pnpm instead of npm for {word}.")]  # fmt: skip
+    events = [{"type": "event", "kind": "message", "role": r, "text": t} for r, t in turns]
+    return ("\n".join(json.dumps(line) for line in [head, *events]) + "\n").encode()
+
+
+def test_a_correction_keyed_by_another_projects_words_is_not_proposed_to_this_one(
+    world: World,
+) -> None:
+    """Corrections cluster across sessions: "... npm for quokkaplan" (alpha) and "... npm for
+    wombatrun" (beta) share half their key terms, so whichever project's session comes first
+    founds the cluster and its words become the key (file name, frontmatter, body) of the
+    pattern the other project's sessions join. Each project's proposal carries only its own
+    project's words; the founder's class is one of the proposal's source scopes."""
+    svc = world.svc
+    words = {"alpha": "quokkaplan", "beta": "wombatrun"}
+    for project, word in words.items():
+        for n in range(6):
+            _import(svc, f"{project}{n}.jsonl", _corrections(project, f"{project}-{n}", word))
+    run = svc.dream(OWNER, STORE)
+    found = [p for p in svc.list_proposals(OWNER, STORE)
+             if p.origin == "dream" and p.statistics.get("miner") == "corrections"]  # fmt: skip
+    assert found, run.report
+    for p in found:
+        (project,) = {path.split("/")[2] for path in p.paths}
+        other = "beta" if project == "alpha" else "alpha"
+        text = json.dumps([p.paths, p.operations, p.rationale, p.statistics]).lower()
+        assert words[other] not in text, (p.paths, text)
+        assert p.statistics["source_scopes"] == [{"project": project}], p.statistics
+    # Through REST, neither agent sees the other project's word in any proposal it lists.
+    for pid, other in (("agent:alphabot", "beta"), ("agent:betabot", "alpha")):
+        response = world.rest(pid, "GET", "/proposals")
+        assert response.status_code == 200
+        assert words[other] not in response.text.lower()
+
+
+def test_a_runs_report_is_withheld_from_a_viewer_who_may_not_read_all_it_read(
+    world: World,
+) -> None:
+    """The report quotes the titles, wordings and counts of every pattern a run found, so
+    after its runner loses project beta (or through an administrator's token narrowed to
+    alpha) the run shows no report, no counts and no proposal ids — on the service, REST
+    (JSON and markdown) and the CLI; an administrator reading both projects sees it whole."""
+    svc = world.svc
+    svc.add_principal(OWNER, "agent:both", projects=("alpha", "beta"))
+    _import(svc, "alpha.jsonl", fleet("alpha", 20, only_project=True))
+    _import(svc, "beta.jsonl", fleet("beta", 20, only_project=True))
+    run = svc.dream(svc.resolve("agent:both"), STORE)
+    assert run.withheld is None and run.selected == 40 and run.proposals
+    assert "beta" in json.dumps(run.report), "the report quotes project beta's transcripts"
+    assert run.report is not None
+    assert run.report["source_scopes"] == [{"project": "alpha"}, {"project": "beta"}]
+    svc.remove_principal(OWNER, "agent:both")
+    svc.add_principal(OWNER, "agent:both", projects=("alpha",))
+    token = svc.create_token(OWNER, "agent:both").token or ""
+    narrowed = (
+        svc.create_token(  # administers dream runs, reads only project alpha
+            OWNER, "user:root", paths=("/projects/alpha/**", "/.memdir/db/dreams")
+        ).token
+        or ""
+    )
+    for principal in (svc.resolve("agent:both"), svc.authenticate(narrowed)):
+        shown = svc.get_dream_run(principal, STORE, run.id)
+        assert shown.withheld and shown.report is None and shown.proposals == ()
+        assert (shown.selected, shown.processed) == (0, 0)
+        (listed,) = svc.list_dream_runs(principal, STORE)
+        assert listed == shown
+    whole = svc.get_dream_run(svc.resolve("user:root"), STORE, run.id)
+    assert whole.withheld is None and whole.report == run.report
+    for secret in (token, narrowed):
+        headers = {"Authorization": f"Bearer {secret}"}
+        for tail, params in ((f"/dreams/{run.id}", {}), (f"/dreams/{run.id}",
+                             {"format": "markdown"}), ("/dreams", {})):  # fmt: skip
+            response = world.http.get(f"/v1/stores/{STORE}{tail}", params=params, headers=headers)
+            assert response.status_code == 200, response.text
+            assert "beta" not in response.text and "withheld" in response.text, response.text
+    url = world.url
+    for verb in (["dream", "show", run.id], ["dream", "show", run.id, "--json"], ["dream", "list"]):
+        out = CliRunner().invoke(cli, ["--db", url, "--as", "agent:both", *verb])
+        assert out.exit_code == 0, out.output
+        assert "beta" not in out.output and "withheld" in out.output, out.output
+
+
 # --- 2. visibility by current rights; conflict notes without stored content --------------------
 
 

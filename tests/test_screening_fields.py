@@ -90,6 +90,32 @@ def test_a_secret_in_a_path_name_is_refused_and_masked(svc: MemoryService, bot: 
     assert [f.path for f in svc.iter_files(OWNER, STORE)] == ["/projects/acme/notes.md"]
 
 
+def test_a_path_name_is_screened_when_a_change_adds_it_not_on_every_later_change(
+    svc: MemoryService, bot: Principal, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Like content already reviewed, a file's name is screened when a create or a rename
+    puts it there; an overwrite, an edit or a delete of that file screens only what it adds
+    (the write path's cost stays that of its content)."""
+    screened: list[str] = []
+    real = svc._screen
+
+    def spy(text: str, **kwargs: object) -> object:
+        screened.append(text)
+        return real(text, **kwargs)
+
+    monkeypatch.setattr(svc, "_screen", spy)
+    path, moved = "/projects/acme/plan-notes.md", "/projects/acme/plan-moved.md"
+    made = svc.write(bot, STORE, path, "first\n", if_absent=True)
+    assert path in screened and " projects acme plan notes md" in screened
+    screened.clear()
+    done = svc.write(bot, STORE, path, "second\n", if_match=made.results[0].sha256)
+    svc.str_replace(bot, STORE, path, "second", "third")
+    assert screened == ["second\n", "third"], screened
+    svc.rename(bot, STORE, path, moved)
+    assert moved in screened and path not in screened
+    assert done.results[0].sha256
+
+
 def test_a_secret_in_a_rationale_or_evidence_is_refused(svc: MemoryService, bot: Principal) -> None:
     op = Write("/org/new.md", "a rule\n", if_absent=True)
     refused = _refused(lambda: svc.propose(bot, STORE, [op], rationale=f"the key is {KEY}"))

@@ -395,3 +395,81 @@ def test_glob_matches_like_the_reference(pattern: list[str], path: list[str]) ->
     glob = "/" + "/".join(pattern)
     expected = _reference_glob(pattern, path)
     assert compile_glob(glob).match("/" + "/".join(path)) == expected, (glob, path)
+
+
+# --- the fast path for callers who read the whole store ---------------------------------------
+
+_WHOLE_POLICY = """version: 1
+rules:
+  - {id: admins, who: group:admins, paths: ['/**'], actions: [admin], reason: administrators}
+  - {id: reviewers, who: group:reviewers, paths: ['/**'], actions: [read], reason: reviewers}
+  - {id: auditors, who: group:auditors, paths: ['/**'], actions: [read], reason: auditors}
+  - {id: no-secrets, who: group:auditors, paths: ['/org/secret/**'], actions: [read],
+     effect: deny, reason: not the secrets}
+"""
+
+
+def test_whole_store_readers_are_ranked_by_the_index_and_others_by_readable_matches(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The owner and an administrator with an unnarrowed token read every file (the policy
+    file included): their hits are FTS5's own bm25 order, recomputed here on a separate
+    connection. A narrowed token, a reader who may not read the policy file, and a reader
+    under a deny rule stay on the filtered ranking (the fast path is never entered)."""
+    import sqlite3
+
+    from memdir.core.policy import CompiledPolicy, parse_policy
+    from memdir.storage.sqlite import SQLiteDialect, fts_table
+
+    db = tmp_path / "whole.db"
+    svc = memdir.open(f"sqlite:///{db}", create=True)
+    try:
+        svc.create_store(OWNER, STORE)
+        words = ["kestrel", "harrier", "osprey", "merlin"]
+        writes = [
+            Write(f"/org/{'secret/' if i % 7 == 0 else ''}n{i}.md",
+                  " ".join(words[j % 4] for j in range(i % 5 + 1)) + " filler" * (i % 9))
+            for i in range(40)
+        ]  # fmt: skip
+        svc.commit(OWNER, STORE, writes)
+        svc.set_policy(OWNER, STORE, _WHOLE_POLICY)
+        for pid, group in (("user:boss", "admins"), ("user:rev", "reviewers"),
+                           ("user:aud", "auditors")):  # fmt: skip
+            svc.add_principal(OWNER, pid, groups=(group,))
+        narrowed = svc.authenticate(
+            svc.create_token(OWNER, "user:boss", paths=("/**",), actions=("read",)).token or ""
+        )
+        with svc.db.read() as repo:
+            table = fts_table(svc._store_row(repo, STORE).id)
+        raw = sqlite3.connect(db)
+        try:
+            expected = [r[0] for r in raw.execute(
+                f"SELECT h.path FROM {table} JOIN heads h ON h.file_id = {table}.rowid "
+                f"WHERE {table} MATCH '\"kestrel\" OR \"osprey\"' "
+                f"ORDER BY bm25({table}, 0.5, 1.0), h.path LIMIT 10"
+            )]  # fmt: skip
+        finally:
+            raw.close()
+        entered: list[str] = []
+        fast = SQLiteDialect._search_whole
+
+        def spy(self: SQLiteDialect, *args: Any, **kwargs: Any) -> Any:
+            entered.append("fast")
+            return fast(self, *args, **kwargs)
+
+        monkeypatch.setattr(SQLiteDialect, "_search_whole", spy)
+        for who in (OWNER, svc.resolve("user:boss")):
+            entered.clear()
+            hits = svc.search(who, STORE, "kestrel osprey", limit=10)
+            assert entered == ["fast"] and [h.path for h in hits] == expected
+        for who in (narrowed, svc.resolve("user:rev"), svc.resolve("user:aud")):
+            entered.clear()
+            hits = svc.search(who, STORE, "kestrel osprey", limit=10)
+            assert entered == [] and hits, who.id
+        audited = [h.path for h in svc.search(svc.resolve("user:aud"), STORE, "kestrel", limit=50)]
+        assert audited and not any(p.startswith("/org/secret/") for p in audited)
+        compiled = CompiledPolicy(parse_policy(_WHOLE_POLICY))
+        assert compiled.reads_everything(svc.resolve("user:rev"))
+        assert not compiled.reads_everything(svc.resolve("user:aud"))  # a deny on read
+    finally:
+        svc.db.close()

@@ -190,6 +190,14 @@ class Access:
             prefixes = intersect_prefixes(prefixes, [literal_prefix(p) for p in scope.paths])
         return prefixes
 
+    def reads_everything(self) -> bool:
+        """May this caller read every file of the store outside ``/.memdir/`` (the owner, or
+        a policy granting read on ``/**`` and denying it none, through an unnarrowed token)?
+        Search ranks with the index's own statistics only then (:meth:`memdir.service`)."""
+        if self.policy is None:
+            return True
+        return self.principal.scope is None and self.policy.reads_everything(self.principal)
+
     def allowed(self, action: str, path: str) -> bool:
         return self.check(action, path).allowed
 

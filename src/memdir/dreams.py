@@ -30,7 +30,16 @@ Invariants and reasons:
   proposal's paths still decide who sees the proposal, and its evidence is shown only to
   viewers who may read each transcript.
 
-Who may see a run: the principal that ran it, and administrators.
+Who may see a run: the principal that ran it, and administrators. Its report (titles, keys,
+wordings, counts, paths and reasons of every pattern found) and its session and proposal counts
+are drawn from the transcripts it read, so they are shown only to a viewer who may read, now and
+through its token, every source class of the run — the scope labels of the transcripts it
+selected (``source_scopes``, recorded with the first checkpoint and in the report), decided by
+:func:`memdir.proposals.sources_readable`, the rule a dream proposal's viewer meets. Anyone else
+who may see the run gets it with ``withheld`` saying why, no report, zero counts and no
+proposal ids: whole or not at all, since a report filtered pattern by pattern would still show
+counts over sessions the viewer may not read. A run recorded before its classes were gets the
+classes of every transcript in the store.
 """
 
 from __future__ import annotations
@@ -52,14 +61,15 @@ from memdir.core.model import CommitResult, Principal, Provenance
 from memdir.dream.engine import Engine, EngineConfig, EngineResult
 from memdir.dream.model import Draft, MemoryFile, Session, Signal, Thresholds
 from memdir.dream.placement import Audience
+from memdir.dream.reduce import source_class, source_scopes
 from memdir.dream.report import Outcome, build
 from memdir.dream.selection import Selection, load_events, select_page
 from memdir.history import HistoryMixin
-from memdir.proposals import ProposalsMixin, operation_paths
+from memdir.proposals import ProposalsMixin, operation_paths, sources_readable
 from memdir.rows import aware, utcnow
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
-from memdir.storage.schema import dream_runs, principals, proposals
+from memdir.storage.schema import dream_runs, principals, proposals, transcripts
 from memdir.transcripts.model import TranscriptInfo
 from memdir.transcripts.service import allowed as transcript_allowed
 from memdir.transcripts.store import info_from_row
@@ -180,9 +190,24 @@ class DreamRun:
     finished_at: dt.datetime | None
     #: ids of the proposals the run queued (from its report)
     proposals: tuple[str, ...] = ()
+    #: Why the report, counts and proposal ids are left out (None when they are shown): the
+    #: run read transcripts the viewer may not read now (see the module docstring).
+    withheld: str | None = None
 
 
-def _run_view(row: Row, store: str) -> DreamRun:
+WITHHELD: Final = (
+    "this run read transcripts you may not read now: its report, counts and proposals are "
+    "withheld (proposals you may see are in the review queue)"
+)
+
+
+def _run_view(row: Row, store: str, scopes: Sequence[dict[str, str]], access: Access) -> DreamRun:
+    """The run as ``access.principal`` may see it: whole, or withheld (module docstring)."""
+    if not sources_readable(access, scopes):
+        return replace(
+            _run_view(row, store, (), access), report=None, selected=0, processed=0,
+            proposals=(), withheld=WITHHELD,
+        )  # fmt: skip
     return DreamRun(
         id=row.id, store=store, principal=row.principal, status=row.status,
         revision=row.revision, selection=row.selection, config=row.config,
@@ -204,6 +229,8 @@ class _State:
         self.processed = processed
         self.agents: set[str] = set()
         self.projects: set[str] = set()
+        #: The source classes of the transcripts the run selected (who may see its report).
+        self.classes: set[str] = set()
 
 
 class DreamsMixin(HistoryMixin, ProposalsMixin):
@@ -336,9 +363,12 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             state = _State(engine, checkpoint["last_id"], int(checkpoint["processed"]))
             state.agents = set(checkpoint.get("agents", []))
             state.projects = set(checkpoint.get("projects", []))
+            state.classes = set(checkpoint.get("classes", []))
         assistant = _assistant(config, checkpoint)
-        selected = self._count_selected(principal, row.store_id, config.selection)
-        self._update_run(row.id, selected=selected)
+        selected, classes = self._count_selected(principal, row.store_id, config.selection)
+        state.classes |= classes
+        # The classes are stored with the count, so no viewer sees one without the other.
+        self._checkpoint(row.id, state, assistant, selected=selected)
         self._mine(principal, row, config, state, assistant, selected, memory, progress)
         result = state.engine.finish(self._audience(row.store_id))
         drafts = result.drafts
@@ -356,6 +386,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
                 "selected": selected, "processed": state.processed,
                 "agents": len(state.agents), "projects": len(state.projects),
             },
+            "source_scopes": [source_scopes(c) for c in sorted(state.classes)],
             "memory_files": len(memory), "usage": usage,
             "budget_stopped": bool(assistant is not None and _stopped(assistant)),
             "model_review": assistant.state.to_json() if assistant is not None else None,
@@ -423,8 +454,15 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             if selection.limit is not None and taken >= selection.limit:
                 return
 
-    def _count_selected(self, principal: Principal, store_id: int, selection: Selection) -> int:
-        return sum(len(page) for page, _ in self._candidates(principal, store_id, selection, None))
+    def _count_selected(
+        self, principal: Principal, store_id: int, selection: Selection
+    ) -> tuple[int, set[str]]:
+        """How many transcripts the run selects, and their source classes."""
+        count, classes = 0, set[str]()
+        for page, _ in self._candidates(principal, store_id, selection, None):
+            count += len(page)
+            classes.update(source_class(info_from_row(r)) for r in page)
+        return count, classes
 
     def _mine(
         self,
@@ -493,13 +531,14 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         if progress is not None:
             progress("model", assistant.usage.requests, 0)
 
-    def _checkpoint(self, run_id: str, state: _State, assistant: Any) -> None:
+    def _checkpoint(self, run_id: str, state: _State, assistant: Any, **values: Any) -> None:
         data = {
             "engine": state.engine.state(),
             "last_id": state.last_id,
             "processed": state.processed,
             "agents": sorted(state.agents),
             "projects": sorted(state.projects),
+            "classes": sorted(state.classes),
             "usage": assistant.usage.to_json() if assistant is not None else None,
         }
         self._update_run(
@@ -507,6 +546,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             checkpoint=json.dumps(data, separators=(",", ":"), sort_keys=True),
             processed=state.processed,
             usage=data["usage"],
+            **values,
         )
 
     def _update_run(self, run_id: str, **values: Any) -> None:
@@ -611,12 +651,25 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             rows = repo.conn.execute(
                 query.order_by(dream_runs.c.created_at.desc(), dream_runs.c.id).limit(limit)
             ).all()
-            return [_run_view(r, srow.name) for r in rows]
+            access = self._access(repo, srow.id, principal)
+            every: list[dict[str, str]] | None = None  # the store's classes, if a run needs it
+            out = []
+            for r in rows:
+                scopes = _recorded_scopes(r)
+                if scopes is None:
+                    every = every if every is not None else _store_scopes(repo, srow.id)
+                    scopes = every
+                out.append(_run_view(r, srow.name, scopes, access))
+            return out
 
     def get_dream_run(self, principal: Principal, store: str, run_id: str) -> DreamRun:
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
-            return _run_view(self._run_row(repo, srow.id, principal, run_id), srow.name)
+            row = self._run_row(repo, srow.id, principal, run_id)
+            scopes = _recorded_scopes(row)
+            if scopes is None:
+                scopes = _store_scopes(repo, srow.id)
+            return _run_view(row, srow.name, scopes, self._access(repo, srow.id, principal))
 
     def revert_dream_run(
         self,
@@ -657,6 +710,28 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             )
             for cid in commits
         ]  # fmt: skip
+
+
+def _recorded_scopes(row: Row) -> list[dict[str, str]] | None:
+    """The source classes a run recorded (report, else checkpoint); None when it recorded
+    none although it may have read something (a run from before they were recorded)."""
+    if isinstance(row.report, dict) and isinstance(row.report.get("source_scopes"), list):
+        return [dict(s) for s in row.report["source_scopes"] if isinstance(s, dict)]
+    if row.checkpoint:
+        classes = json.loads(row.checkpoint).get("classes")
+        if isinstance(classes, list):
+            return [source_scopes(c) for c in classes]
+    return [] if row.report is None and not row.selected and not row.processed else None
+
+
+def _store_scopes(repo: Repository, store_id: int) -> list[dict[str, str]]:
+    """The scope labels of every transcript in the store (each combination once)."""
+    t = transcripts.c
+    rows = repo.conn.execute(
+        sa.select(t.project, t.user, t.agent, t.task).where(t.store_id == store_id).distinct()
+    )
+    values = ("project", "user", "agent", "task")
+    return [{k: v for k, v in zip(values, r, strict=True) if v is not None} for r in rows]
 
 
 def _proposed(draft: Draft, pid: str, paths: tuple[str, ...]) -> Outcome:

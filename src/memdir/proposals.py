@@ -33,7 +33,7 @@ import datetime as dt
 import hashlib
 import json
 import uuid
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -72,6 +72,7 @@ __all__ = [
     "ProposalsMixin",
     "operation_paths",
     "revision_of",
+    "sources_readable",
     "visible",
 ]
 
@@ -164,7 +165,15 @@ def visible(row: Row, access: Access) -> bool:
             for item in row.evidence
             if isinstance(item, dict) and "transcript_id" in item
         ]
-    return all(transcript_allowed(access, s, "read") for s in scopes)
+    return sources_readable(access, scopes)
+
+
+def sources_readable(access: Access, scopes: Sequence[Mapping[str, str]]) -> bool:
+    """May ``access.principal`` see text and counts drawn from transcripts of these scope
+    classes? It must read, now and through its token, every one of them (the transcripts'
+    rule). The one decision for what a dream derived: its proposals (:func:`visible`) and its
+    run's report and counts (``DreamsMixin``)."""
+    return all(transcript_allowed(access, dict(s), "read") for s in scopes)
 
 
 def _visible_ops(operations: Sequence[dict[str, Any]], access: Access | None) -> tuple[Any, ...]:

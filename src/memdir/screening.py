@@ -12,8 +12,9 @@ Nothing the guard flags is silently dropped. Only the text a change adds is scre
 content of a write, the replacement of a ``str_replace``, the inserted text — so content already
 reviewed is not flagged again by every later edit.
 
-Every other text a later reader sees is screened too, under the same policy: each path an
-operation names (as written, and with ``/ - _ .`` read as spaces so that
+Every other text a later reader sees is screened too, under the same policy: each path a
+change adds — a create's, a rename's target; a file already at its path had its name screened
+when it got there — (as written, and with ``/ - _ .`` read as spaces so that
 ``/org/ignore-all-previous-instructions.md`` reads as the sentence it is), the provenance
 ``reason``, ``session`` and ``transcript`` strings (shown by ``log``, ``blame`` and the review
 queue), and a proposal's rationale and evidence (every string value but ids and scopes). A
@@ -97,8 +98,18 @@ def _added_text(op: Operation) -> str | None:
     return None
 
 
-def _op_paths(op: Operation) -> list[str]:
-    return [op.path, op.new_path] if isinstance(op, Rename) else [op.path]
+def _added_paths(op: Operation) -> list[str]:
+    """The path names an operation adds to the store: a create's path, a rename's target.
+
+    An overwrite (``if_match``), an edit or a delete names a file already at that path — its
+    name was screened when it was created there (and the operation fails if it is not) — so,
+    like content already reviewed, it is not screened again by every later change.
+    """
+    if isinstance(op, Rename):
+        return [op.new_path]
+    if isinstance(op, Write) and op.if_match is None:
+        return [op.path]
+    return []
 
 
 def _evidence_text(evidence: Any, out: list[str], key: str | None = None) -> None:
@@ -133,7 +144,7 @@ def screen_operations(
         if text is not None:
             for finding in screen(text, path=op.path, source_kind=source_kind):
                 found.append(Screened(index, op.path, asdict(finding)))
-        for path in _op_paths(op):
+        for path in _added_paths(op):
             found.extend(_screen_path(index, path, screen))
     first = operations[0].path if operations else "/"
     texts: list[tuple[str, str | None]] = []

@@ -40,7 +40,7 @@ from memdir.core.model import (
     validate_store_name,
 )
 from memdir.core.paths import normalize_prefix, validate_path
-from memdir.core.policy import POLICY_PATH
+from memdir.core.policy import POLICY_PATH, RESERVED_PREFIX
 from memdir.dreams import DreamsMixin
 from memdir.governance import GovernanceMixin
 from memdir.history import HistoryMixin
@@ -460,6 +460,9 @@ class MemoryService(
         Unreadable files are dropped before ranking, and the ranking's statistics come from
         the readable matches alone (:mod:`memdir.search.rank`), so neither the results nor
         their order depend on what the caller cannot see; hits carry rank positions only.
+        A caller that may read every file of the store (:meth:`Access.reads_everything`, and
+        every file under ``/.memdir/`` the store holds) is ranked by the index itself (SQLite:
+        FTS5's ``bm25()``), whose statistics then span only files it may read.
         """
         from memdir.search.query import parse_query
 
@@ -471,13 +474,17 @@ class MemoryService(
         with self.db.read() as repo:
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
+            whole = access.policy is None or (  # the owner reads /.memdir/ too
+                access.reads_everything()
+                and all(access.can_read(h.path) for h in repo.heads_under(row.id, RESERVED_PREFIX))
+            )
             rows = repo.search(
                 row.id,
                 parsed,
                 directory,
                 limit,
-                None if access.policy is None else access.can_read,
-                access.read_prefixes(),
+                None if whole else access.can_read,
+                None if whole else access.read_prefixes(),
             )
         return [
             SearchHit(path=path, rank=index + 1, snippet=snippet, sha256=sha, version=version)

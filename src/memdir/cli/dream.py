@@ -161,7 +161,11 @@ def dream_list(app: App, limit: int) -> None:
     runs = app.service().list_dream_runs(app.principal, app.store, limit=limit)
     lines = [
         f"{r.id}  {r.status:<11} {r.created_at:%Y-%m-%d %H:%M}  {r.principal}  "
-        f"{r.processed}/{r.selected} sessions  {len(r.proposals)} proposals"
+        + (
+            "(report withheld)"
+            if r.withheld
+            else f"{r.processed}/{r.selected} sessions  {len(r.proposals)} proposals"
+        )
         for r in runs
     ]
     emit(app.as_json, runs, "\n".join(lines) or "no dream runs")
@@ -174,7 +178,9 @@ def dream_show(app: App, run_id: str) -> None:
     from memdir.dream.report import markdown
 
     run = app.service().get_dream_run(app.principal, app.store, run_id)
-    if run.report is None:
+    if run.withheld:
+        text = f"dream run {run.id} is {run.status}: {run.withheld}"
+    elif run.report is None:
         text = (
             f"dream run {run.id} is {run.status}: {run.processed}/{run.selected} sessions read"
             + (f"; {run.error}" if run.error else "")

@@ -285,6 +285,7 @@ class _Compiled:
     rule: Rule
     regex: Glob
     granted: frozenset[str]
+    pattern: str = ""  # the concrete glob (templates filled in)
 
 
 @dataclass
@@ -312,7 +313,7 @@ class CompiledPolicy:
                     for concrete in _expand(pattern, principal):
                         prefix = literal_prefix(concrete)
                         granted = frozenset().union(*(IMPLIED[a] for a in rule.actions))
-                        compiled = _Compiled(rule, compile_glob(concrete), granted)
+                        compiled = _Compiled(rule, compile_glob(concrete), granted, concrete)
                         found.by_prefix.setdefault(prefix, []).append(compiled)
             if len(self._cache) > 10_000:
                 self._cache.clear()
@@ -337,6 +338,21 @@ class CompiledPolicy:
             ]
             rules.read_prefixes = minimal_prefixes(prefixes)
         return None if rules.read_prefixes == ("/",) else rules.read_prefixes
+
+    def reads_everything(self, principal: Principal) -> bool:
+        """May ``principal`` read every path outside ``/.memdir/`` whatever it is called? An
+        allow rule on ``/**`` grants it read and no deny rule could refuse it read anywhere
+        (a deny on ``admin`` implies read). Token narrowing is the caller's to apply."""
+        if principal.is_owner:
+            return True
+        rules = self._rules_for(principal)
+        every = [c for compiled in rules.by_prefix.values() for c in compiled]
+        if any(c.rule.effect == "deny" and "read" in c.granted for c in every):
+            return False
+        return any(
+            c.rule.effect == "allow" and "read" in c.granted and c.pattern == "/**"
+            for c in rules.by_prefix.get("/", ())
+        )
 
     def _candidates(self, rules: _PrincipalRules, path: str) -> Iterable[_Compiled]:
         """Rules filed under the root, each ancestor of ``path``, and ``path`` itself.

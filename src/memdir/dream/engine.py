@@ -41,7 +41,10 @@ from memdir.transcripts.model import TranscriptInfo
 
 __all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of", "lossy_epsilon"]
 
-STATE_VERSION: Final = 3  # 2: patterns keep their source classes; 3: parsed shell, quoted literals
+#: 2: patterns keep their source classes (placement); 3: parsed shell, quoted literals;
+#: 4: and the classes whose text their signals carry from other sessions (corrections'
+#: cluster founders)
+STATE_VERSION: Final = 4
 
 
 @dataclass(frozen=True)

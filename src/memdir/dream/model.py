@@ -124,6 +124,12 @@ class Signal:
 
     ``variant`` is an optional detail counted across sessions (the fix that worked, the exact
     wording seen); ``occurrences`` how many times it happened in this session.
+
+    ``origins`` names the source classes (:func:`~memdir.dream.reduce.source_class`) of the
+    *other* sessions whose text the key, subject or title carries — a miner that keeps text
+    across sessions (the corrections miner's cluster founders) must name them, since the
+    reducer counts a signal under its own session's class only; placement then requires a
+    proposal's readers to read those classes too.
     """
 
     miner: str
@@ -133,6 +139,7 @@ class Signal:
     excerpt: Excerpt | None = None
     variant: str | None = None
     occurrences: int = 1
+    origins: tuple[str, ...] = ()
 
     @property
     def pattern_id(self) -> str:
@@ -170,6 +177,10 @@ class Pattern:
     #: Sessions per source class (the scope labels of their transcripts, as canonical JSON;
     #: see :func:`~memdir.dream.reduce.source_class`): where the evidence comes from.
     sources: dict[str, int] = field(default_factory=dict)
+    #: Per source class, the other classes whose text that class's signals carry in the key,
+    #: subject or title (:attr:`Signal.origins`): text from class ``c`` may only be shown
+    #: where ``c`` and every class in ``requires[c]`` may be read.
+    requires: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def id(self) -> str:

@@ -10,7 +10,10 @@ so before a draft is kept:
 2. each source class of the pattern (the scope labels of its sessions' transcripts) must pass
    ``audience(paths, scopes)``: every principal that may read one of those paths may read a
    transcript with those labels (the run service decides it over the registered principals
-   and the store's policy, see ``DreamsMixin._audience``);
+   and the store's policy, see ``DreamsMixin._audience``) — and so must every class whose
+   text that class's signals carry from other sessions (:attr:`Pattern.requires`: a
+   correction keyed by the terms of a session in another project); a class passes only with
+   all it requires, and the draft's ``sources`` name them all;
 3. when every class passes, the draft stands — its statistics counting, as the denominator,
    only the selected sessions whose class passes too; when some do not, the pattern is split
    by project (each project's sessions placed on their own, so a pattern seen only in project
@@ -49,6 +52,19 @@ def _paths(draft: Draft) -> tuple[str, ...]:
 
 def _project(cls: str) -> str:
     return source_scopes(cls).get("project", "")
+
+
+def _text_classes(pattern: Pattern, classes: Sequence[str]) -> list[str]:
+    """``classes`` and every class their signals carry text from, each once, sorted."""
+    out = set(classes)
+    for cls in classes:
+        out.update(pattern.requires.get(cls, ()))
+    return sorted(out)
+
+
+def _passes(audience: Audience, paths: tuple[str, ...], pattern: Pattern, cls: str) -> bool:
+    """May every reader of ``paths`` read ``cls`` and every class it carries text from?"""
+    return all(audience(paths, source_scopes(c)) for c in _text_classes(pattern, [cls]))
 
 
 def place(
@@ -91,7 +107,7 @@ def place(
         if draft is None:
             continue
         paths = _paths(draft)
-        passing = tuple(c for c in classes if audience(paths, source_scopes(c)))
+        passing = tuple(c for c in classes if _passes(audience, paths, candidate, c))
         if passing != classes:
             groups: dict[str, list[str]] = {}
             for cls in classes:
@@ -108,7 +124,7 @@ def place(
         )
         if whole and selected == pattern.sessions_selected:
             taken |= trial
-            draft.sources = [source_scopes(c) for c in classes]
+            draft.sources = [source_scopes(c) for c in _text_classes(candidate, classes)]
             drafts.append(draft)
             continue
         final = reducer.restricted(pattern.id, classes, selected)
@@ -126,11 +142,11 @@ def place(
         if draft is None:
             continue
         moved = _paths(draft)
-        if moved != paths and not all(audience(moved, source_scopes(c)) for c in classes):
+        if moved != paths and not all(_passes(audience, moved, final, c) for c in classes):
             left.append((final, _unsafe(moved)))
             continue
         taken |= trial
-        draft.sources = [source_scopes(c) for c in classes]
+        draft.sources = [source_scopes(c) for c in _text_classes(final, classes)]
         drafts.append(draft)
     return drafts, left
 

@@ -114,6 +114,9 @@ class _Acc:
     sole: str | None = None
     #: The reducer's session sequence number when this last counted a signal.
     seq: int = 0
+    #: Classes other than the counting session's whose text the signals carry
+    #: (:attr:`~memdir.dream.model.Signal.origins`); a part's are its own class's needs.
+    requires: set[str] = field(default_factory=set)
 
     def clone(self) -> _Acc:
         """A copy of the counters and samples (no parts, no links)."""
@@ -133,11 +136,15 @@ class _Acc:
             return self.parts
         return {self.sole: self} if self.sole is not None else {}
 
-    def count(self, info: TranscriptInfo, group: list[Signal], limit: int, seq: int) -> None:
-        """Count one session's signals of this pattern (not its links)."""
+    def count(
+        self, info: TranscriptInfo, group: list[Signal], limit: int, seq: int, cls: str
+    ) -> None:
+        """Count one session's signals of this pattern (not its links); ``cls`` is the
+        session's source class, so only the *other* classes its signals name are required."""
         self.title, self.subject = group[-1].title, dict(group[-1].subject)
         self.sessions += 1
         self.seq = seq
+        self.requires.update(o for s in group for o in s.origins if o != cls)
         _count(self.agents, info.agent)
         _count(self.projects, info.project)
         _count(self.users, info.user)
@@ -196,6 +203,7 @@ class _Acc:
             self.variant_meta.setdefault(variant, meta)
         self.seen(other.first_seen)
         self.seen(other.last_seen)
+        self.requires |= other.requires
         for excerpt in other.examples:
             self.offer(excerpt, limit)
         if not self.parts and not other.parts and self.sole == other.sole:
@@ -233,6 +241,11 @@ class _Acc:
             variants=dict(sorted(self.variants.items(), key=lambda kv: (-kv[1], kv[0]))),
             links=dict(sorted(self.links.items())),
             sources={cls: part.sessions for cls, part in sorted(self.classes().items())},
+            requires={
+                cls: sorted(part.requires - {cls})
+                for cls, part in sorted(self.classes().items())
+                if part.requires - {cls}
+            },
         )
 
     def to_json(self) -> dict[str, Any]:
@@ -255,6 +268,7 @@ class _Acc:
             "delta": self.delta,
             "seq": self.seq,
             "sole": self.sole,
+            "requires": sorted(self.requires),
             "parts": {cls: part.to_json() for cls, part in sorted(self.parts.items())},
         }
 
@@ -289,6 +303,7 @@ class _Acc:
             parts={cls: _Acc.from_json(part) for cls, part in data.get("parts", {}).items()},
             seq=int(data.get("seq", 0)),
             sole=data.get("sole"),
+            requires=set(data.get("requires", ())),
         )
 
 
@@ -335,13 +350,13 @@ class Reducer:
                 acc.sole = cls
             elif acc.sole != cls:
                 acc.split()
-            acc.count(info, group, self.max_examples, self._seq)
+            acc.count(info, group, self.max_examples, self._seq, cls)
             if acc.parts:
                 part = acc.parts.get(cls)
                 if part is None:
                     part = acc.parts[cls] = _Acc(ident[0], ident[1], group[0].title,
                                                  group[0].subject)  # fmt: skip
-                part.count(info, group, self.max_examples, self._seq)
+                part.count(info, group, self.max_examples, self._seq, cls)
             for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
                 acc.links[target] = acc.links.get(target, 0) + 1
             _prune(acc.links, MAX_VARIANTS)

@@ -546,10 +546,12 @@ class Repository:
         readable: Callable[[str], bool] | None,
         prefixes: Sequence[str] | None = None,
     ) -> list[tuple[str, str, str, int]]:
-        """The best ``limit`` matches ``readable`` accepts (None: all), as (path, snippet,
-        sha256, version).
+        """The best ``limit`` matches ``readable`` accepts, as (path, snippet, sha256,
+        version).
 
-        Ranked over the readable matches only (see :mod:`memdir.search.rank`).
+        Ranked over the readable matches only (see :mod:`memdir.search.rank`). ``readable``
+        None means the caller may read every file of the store: the backend may then rank
+        with its index's own statistics (SQLite's fast path, ``bm25()``).
         """
         ranges = readable_ranges(directory, prefixes)
         if ranges == []:

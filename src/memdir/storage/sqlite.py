@@ -204,6 +204,8 @@ class SQLiteDialect:
         frequencies come from ``highlight()`` with a one-character opening marker and an
         empty closing one, exactly that many characters longer than the column.
         """
+        if readable is None:
+            return self._search_whole(conn, store_id, query, ranges, limit)
         table = fts_table(store_id)
         cursor = _cursor(conn)
         terms = [compile_term(t) for t in query.terms]
@@ -240,6 +242,38 @@ class SQLiteDialect:
 
         best = top(lengths, paths, having, limit, frequencies)
         return self._results(conn, table, query, best)
+
+    def _search_whole(
+        self,
+        conn: Connection,
+        store_id: int,
+        query: Query,
+        ranges: Sequence[PathRange] | None,
+        limit: int,
+    ) -> list[tuple[str, str, str, int]]:
+        """The fast path, for a caller that may read every file of the store (``readable``
+        None: the service passes it only then): FTS5's own ``bm25()`` with the same column
+        weights, ranked in the index. Its statistics span the store's table, every document
+        of which this caller may read, so nothing it cannot see moves a result. Ties by path.
+        """
+        match = compile_match(query)
+        if match is None:
+            return []
+        table = fts_table(store_id)
+        where, params = _range_sql("h.path", ranges)
+        # Ranked in a subquery, so snippet() runs for the ``limit`` rows returned only.
+        rows = _cursor(conn).execute(
+            f"SELECT h.path, snippet({table}, 1, '[', ']', '…', 24), h.sha256, h.version "
+            f"FROM (SELECT {table}.rowid AS rid, h.path AS path, "
+            f"bm25({table}, {PATH_WEIGHT}, {BODY_WEIGHT}) AS score "
+            f"FROM {table} CROSS JOIN heads h ON h.file_id = {table}.rowid "
+            f"WHERE {table} MATCH ? AND h.store_id = ? {where} "
+            f"ORDER BY score, h.path LIMIT ?) AS top "
+            f"JOIN {table} ON {table}.rowid = top.rid JOIN heads h ON h.file_id = top.rid "
+            f"WHERE {table} MATCH ? ORDER BY top.score, top.path",
+            (match, store_id, *params, limit, match),
+        )
+        return [(str(r[0]), str(r[1]), str(r[2]), int(r[3])) for r in rows]
 
     def _results(
         self, conn: Connection, table: str, query: Query, file_ids: list[int]

@@ -104,7 +104,11 @@ async def show_dream(
     if format == "markdown":
         from memdir.dream.report import markdown
 
-        text = markdown(run.report) if run.report else f"dream run {run.id} is {run.status}\n"
+        text = (
+            markdown(run.report) if run.report
+            else f"dream run {run.id} is {run.status}: {run.withheld}\n" if run.withheld
+            else f"dream run {run.id} is {run.status}\n"
+        )  # fmt: skip
         return Response(text, media_type="text/markdown; charset=utf-8")
     return render(run)
 

@@ -17,7 +17,9 @@ removed, a plural ``s`` dropped, sorted — so "always use pnpm, not npm" and "u
 of npm please" both give ``npm pnpm``. Clusters form online, across sessions: a correction joins
 the cluster whose founding terms are most similar (Jaccard >= :data:`JOIN`), else founds one.
 Key: the founding terms joined by ``+``. Subject: ``text`` (the most frequent wording's
-message) and ``terms``; each wording is a ``variant``.
+message) and ``terms``; each wording is a ``variant``. The founding terms are the founding
+session's words, so a signal from a session of another source class names the founder's class
+in ``origins``: a proposal keyed by them goes only where that class may be read too.
 """
 
 from __future__ import annotations
@@ -28,6 +30,7 @@ from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import MinerContext, cut, excerpt
 from memdir.dream.model import Session, Signal
+from memdir.dream.reduce import source_class
 from memdir.transcripts.common import dumps
 from memdir.transcripts.model import bounded_key
 
@@ -104,9 +107,12 @@ class CorrectionsMiner:
 
     def __init__(self, context: MinerContext) -> None:
         self.clusters: list[list[str]] = []
+        #: The source class of the session that founded each cluster: its terms are that
+        #: session's text, so a joining session's signal names it as an origin.
+        self.founders: list[str] = []
         self._index: dict[str, list[int]] = {}
 
-    def _cluster(self, terms: list[str]) -> list[str]:
+    def _cluster(self, terms: list[str], cls: str) -> tuple[list[str], str]:
         wanted = set(terms)
         best, best_score = -1, 0.0
         for index in sorted({i for t in terms for i in self._index.get(t, ())}):
@@ -115,14 +121,16 @@ class CorrectionsMiner:
             if score > best_score:
                 best, best_score = index, score
         if best >= 0 and best_score >= JOIN:
-            return self.clusters[best]
+            return self.clusters[best], self.founders[best]
         self.clusters.append(list(terms))
+        self.founders.append(cls)
         for term in terms:
             self._index.setdefault(term, []).append(len(self.clusters) - 1)
-        return terms
+        return terms, cls
 
     def mine(self, session: Session) -> Iterator[Signal]:
         acted = -1
+        cls = source_class(session.info)
         for position, event in enumerate(session.events):
             if event.kind == "tool_call" or (event.kind == "message" and event.role == "assistant"):
                 acted = position
@@ -134,7 +142,7 @@ class CorrectionsMiner:
             terms = key_terms(event.text)
             if not terms:
                 continue
-            founder = self._cluster(terms)
+            founder, origin = self._cluster(terms, cls)
             text = " ".join(event.text.split())
             before = session.events[acted]
             action = (
@@ -149,13 +157,14 @@ class CorrectionsMiner:
                     session, acted, position, f"agent: {cut(action or '', 200)}\nuser: {text}"
                 ),
                 variant=cut(text.lower(), 120),
+                origins=(origin,) if origin != cls else (),
             )
 
     def state(self) -> dict[str, Any]:
-        return {"clusters": [list(c) for c in self.clusters]}
+        return {"clusters": [list(c) for c in self.clusters], "founders": list(self.founders)}
 
     def load_state(self, state: dict[str, Any]) -> None:
-        self.clusters, self._index = [], {}
+        self.clusters, self.founders, self._index = [], list(state["founders"]), {}
         for terms in state["clusters"]:
             self.clusters.append(list(terms))
             for term in terms:
