@@ -25,6 +25,8 @@ from collections.abc import Iterator, Sequence
 from dataclasses import replace
 from typing import Any, Final
 
+import sqlalchemy as sa
+
 from memdir.core.content import sha256_hex
 from memdir.core.errors import InvalidInput, MemdirError
 from memdir.core.frontmatter import parse_frontmatter
@@ -39,6 +41,7 @@ from memdir.dream.selection import load_events
 from memdir.dreams import PAGE, DreamConfig, DreamRun, DreamsMixin, Progress
 from memdir.proposals import operation_paths
 from memdir.rows import aware, utcnow
+from memdir.storage.schema import proposals
 from memdir.transcripts.store import info_from_row
 
 __all__ = ["HALVES_SEED", "BacktestsMixin"]
@@ -297,6 +300,42 @@ class BacktestsMixin(DreamsMixin):
             "proposals": per_proposal,
             "feedback_loops": sum(len(set(v)) for v in loops.values()),
         }  # fmt: skip
+
+    # --- quality -------------------------------------------------------------------------
+
+    def dream_quality(
+        self, principal: Principal, store: str, run_id: str | None = None, *, limit: int = 50
+    ) -> dict[str, Any]:
+        """The quality page's data: one run's summary (``run_id``), or the caller's last
+        ``limit`` runs oldest first (``runs``) — proposals by origin, miner and scope, review
+        outcomes and acceptance rate, backtest coverage and bound, the checks, tokens and cost
+        per accepted proposal (:func:`memdir.dream.quality.run_summary`)."""
+        if run_id is not None:
+            runs = [self.get_dream_run(principal, store, run_id)]
+        else:
+            runs = list(reversed(self.list_dream_runs(principal, store, limit=limit)))
+        ids = [r.id for r in runs]
+        statuses: dict[str, dict[str, str]] = {i: {} for i in ids}
+        with self.db.read() as repo:
+            srow = self._store_row(repo, store)
+            for chunk in range(0, len(ids), 500):
+                for p in repo.conn.execute(
+                    sa.select(proposals.c.id, proposals.c.run_id, proposals.c.status).where(
+                        proposals.c.store_id == srow.id,
+                        proposals.c.run_id.in_(ids[chunk : chunk + 500]),
+                    )
+                ):
+                    statuses[p.run_id][p.id] = p.status
+        summaries = [
+            quality.run_summary(
+                {"id": r.id, "status": r.status, "created_at": r.created_at.isoformat()},
+                r.report, statuses[r.id],
+            )
+            for r in runs
+        ]  # fmt: skip
+        if run_id is not None:
+            return summaries[0]
+        return {"store": store, "runs": summaries}
 
     def _keep(self, principal: Principal, keep: str, files: list[MemoryFile], run: str) -> None:
         provenance = Provenance(session=run, reason=f"backtest {run}: scratch copy",

@@ -54,6 +54,7 @@ __all__ = [
     "check_all",
     "flagged",
     "phrase_of",
+    "run_summary",
     "score",
 ]
 
@@ -238,8 +239,8 @@ class Evidence:
     """What a run knows beyond the patterns (all optional; a check without its data is None).
 
     ``anchors``: per pattern id, where it was seen — (session, event position) pairs, any
-    hashable values — the duplicates check falls back to the examples' (transcript, event); ``halves``: per pattern id, its
-    sessions in each of the two random halves; ``success_phrases``: per pattern id, (successful
+    hashable values — the duplicates check falls back to the examples' (transcript, event);
+    ``halves``: per pattern id, its sessions in each of the two random halves; ``success_phrases``: per pattern id, (successful
     outputs containing its phrase, successful outputs); ``fix_validated`` and
     ``feedback_loops``: per pattern id, from a backtest (the loop value names what it caused).
     """
@@ -366,3 +367,67 @@ class PhraseCounter:
 
     def counts(self) -> dict[str, tuple[int, int]]:
         return {pid: (self.hits[pid], self.total) for pid in self.phrases}
+
+
+def _scope(path: str) -> str:
+    parts = path.strip("/").split("/")
+    return {"projects": "project", "users": "user", "agents": "agent", "tasks": "task",
+            "org": "org"}.get(parts[0], parts[0]) if parts and parts[0] else "/"  # fmt: skip
+
+
+def run_summary(
+    run: Mapping[str, Any], report: Mapping[str, Any] | None, statuses: Mapping[str, str]
+) -> dict[str, Any]:
+    """What the quality page shows for one run (JSON values).
+
+    ``run``: ``id``, ``status``, ``created_at`` (ISO); ``statuses``: each queued proposal's
+    review status by id (``open``, ``accepted``, ``rejected``, …). Acceptance rate is accepted
+    over reviewed (accepted + rejected), None before any review; tokens and cost per accepted
+    proposal are None with no accepted one.
+    """
+    report = report or {}
+    proposed = list(report.get("proposed") or [])
+    by_origin: dict[str, int] = {}
+    by_miner: dict[str, int] = {}
+    by_scope: dict[str, int] = {}
+    for entry in proposed:
+        miner = str(entry.get("miner", "?"))
+        origin = "model" if miner == "model" else "miners"
+        by_origin[origin] = by_origin.get(origin, 0) + 1
+        by_miner[miner] = by_miner.get(miner, 0) + 1
+        for scope in sorted({_scope(p) for p in entry.get("paths") or []}):
+            by_scope[scope] = by_scope.get(scope, 0) + 1
+    review: dict[str, int] = {}
+    for status in statuses.values():
+        review[status] = review.get(status, 0) + 1
+    accepted, rejected = review.get("accepted", 0), review.get("rejected", 0)
+    usage = report.get("usage") or {}
+    kinds = ("input_tokens", "output_tokens", "cache_creation_input_tokens",
+             "cache_read_input_tokens")  # fmt: skip
+    tokens = sum(int(usage.get(k) or 0) for k in kinds)
+    cost = float(usage.get("cost_usd") or 0.0)
+    backtest = report.get("backtest")
+    return {
+        "run": run.get("id"),
+        "status": run.get("status"),
+        "created_at": run.get("created_at"),
+        "kind": "backtest" if backtest else "dream",
+        "proposals": len(proposed),
+        "by_origin": dict(sorted(by_origin.items())),
+        "by_miner": dict(sorted(by_miner.items())),
+        "by_scope": dict(sorted(by_scope.items())),
+        "review": dict(sorted(review.items())),
+        "acceptance_rate": round(accepted / (accepted + rejected), 4)
+        if accepted + rejected
+        else None,
+        "coverage": backtest.get("coverage") if backtest else None,
+        "bound": backtest.get("bound") if backtest else None,
+        "of_bound": backtest.get("of_bound") if backtest else None,
+        "feedback_loops": backtest.get("feedback_loops") if backtest else None,
+        "quality": dict(report.get("quality") or {}),
+        "checks": {e.get("pattern"): e.get("checks") for e in proposed if e.get("checks")},
+        "tokens": tokens,
+        "cost_usd": round(cost, 6),
+        "tokens_per_accepted": round(tokens / accepted, 1) if accepted else None,
+        "cost_per_accepted": round(cost / accepted, 6) if accepted else None,
+    }
