@@ -240,8 +240,9 @@ class Evidence:
 
     ``anchors``: per pattern id, where it was seen — (session, event position) pairs, any
     hashable values — the duplicates check falls back to the examples' (transcript, event);
-    ``halves``: per pattern id, its sessions in each of the two random halves; ``success_phrases``: per pattern id, (successful
-    outputs containing its phrase, successful outputs); ``fix_validated`` and
+    ``halves``: per pattern id, its sessions in each of the two random halves;
+    ``success_phrases``: per pattern id, (successful outputs containing its phrase, successful
+    outputs); ``fix_validated`` and
     ``feedback_loops``: per pattern id, from a backtest (the loop value names what it caused).
     """
 
