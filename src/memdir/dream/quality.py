@@ -140,7 +140,7 @@ TEST_RUNNERS: Final = frozenset(
 _TEST_SUMMARY: Final = re.compile(
     r"\b\d+ (?:failed|passed|errors?)\b|\bFAILED\b|AssertionError|\btests? failed\b", re.I
 )
-_REDIRECT: Final = re.compile(r"(?:^|\s)(?:<<-?\S*|\d?>>?|&>|\d?>&\d|<)(?=\s|$|['\"\w/])")
+_REDIRECT: Final = re.compile(r"(?:^|\s)(?:<<-?\S*|\d?>>?|&>|\d?>&\d|<(?![a-z]+>))(?=\s|$|['\"\w/])")
 _VERSIONED: Final = re.compile(r"\b([a-z][a-z_-]*?)\d+(?:\.\d+)*\b")
 
 
@@ -224,7 +224,8 @@ def _parse_sanity(pattern: Pattern) -> tuple[bool | None, str]:
     s = pattern.subject
     fields = [str(s[k]) for k in ("command", "input", "failed", "fixed", "claim") if s.get(k)]
     for text in fields:
-        match = _REDIRECT.search(text)
+        bare = " ".join(t for t in text.split() if t not in PLACEHOLDERS)  # `<path>` is no `<`
+        match = _REDIRECT.search(bare)
         if match:
             return False, f"heredoc or redirection {match.group(0).strip()!r} in {text[:80]!r}"
     told = str(s.get("fixed") or (s.get("input") if pattern.miner == "exploration" else "") or "")

@@ -38,7 +38,7 @@ class Outcome:
 def _pattern_entry(outcome: Outcome) -> dict[str, Any]:
     entry = {"title": outcome.pattern.title, **outcome.pattern.statistics()}
     entry["subject"] = outcome.pattern.subject
-    if outcome.proposal is not None:
+    if outcome.proposal is not None or outcome.reason is None:  # None: a dry run's draft
         entry["decision"] = "proposed"
         entry["proposal"] = outcome.proposal
         entry["paths"] = list(outcome.paths)
