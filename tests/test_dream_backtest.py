@@ -388,3 +388,71 @@ def test_cli_rest_and_sdk_run_a_backtest(tmp_path: Path) -> None:
         history = client.dream_quality()
         assert len(history["runs"]) == 3
         assert client.dream_quality(made.id)["run"] == made.id
+
+
+TAU = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts" / "tau-bench-airline"
+
+
+def _tau_recount(path: Path, k: int) -> tuple[int, int, int]:
+    """(events, turns, turns in the bound) of the later half, recounted from the raw file:
+    a tool result starting ``Error: `` is a failed call; a result answers the latest call with
+    its id; its cost is the agent items (texts, calls) up to the next successful call with
+    other arguments, capped at 5; its signature the tool and the error with digits masked."""
+    import re
+
+    raw = json.loads(path.read_text(encoding="utf-8"))
+    sessions = []
+    for element in raw:
+        items: list[tuple[str, Any]] = []
+        results: dict[int, str] = {}
+        latest: dict[str, int] = {}
+        for m in element["traj"]:
+            if m["role"] == "assistant":
+                if (m.get("content") or "").strip():
+                    items.append(("text", None))
+                for c in m.get("tool_calls") or []:
+                    latest[c["id"]] = len(items)
+                    items.append(("call", (len(items), c["function"]["name"],
+                                           json.loads(c["function"]["arguments"]))))  # fmt: skip
+            elif m["role"] == "tool" and m["tool_call_id"] in latest:
+                results[latest.pop(m["tool_call_id"])] = m["content"]
+        found = []
+        for i, (kind, c) in enumerate(items):
+            out = results.get(c[0]) if kind == "call" else None
+            if out is None or not out.startswith("Error: "):
+                continue
+            cost = CAP
+            for turns, (kind2, c2) in enumerate(items[i + 1 :], start=1):
+                answer = results.get(c2[0]) if kind2 == "call" else None
+                ok = answer is not None and not answer.startswith("Error: ")
+                if ok and (c2[1], c2[2]) != (c[1], c[2]):
+                    cost = min(CAP, turns)
+                    break
+            shape = " ".join("#" if re.search(r"\d", w) else w
+                             for w in out.removeprefix("Error: ").split())  # fmt: skip
+            found.append(((c[1], shape), cost))
+        sessions.append(found)
+    cut = len(sessions) // 2
+    earlier: dict[Any, int] = {}
+    for found in sessions[:cut]:
+        for sig in {sig for sig, _ in found}:
+            earlier[sig] = earlier.get(sig, 0) + 1
+    later = [e for found in sessions[cut:] for e in found]
+    bound = sum(c for sig, c in later if earlier.get(sig, 0) >= k)
+    return len(later), sum(c for _, c in later), bound
+
+
+@pytest.mark.skipif(not TAU.is_dir(), reason=f"shared data not found at {TAU}")
+def test_tau_bench_backtest_matches_a_recount_of_the_raw_file(lite: MemoryService) -> None:
+    """τ-bench sessions carry no start time: they are ordered as imported (file order), and
+    the later half's events, turns and bound equal a recount from the raw JSON."""
+    (path,) = sorted(TAU.glob("*.json"))
+    lite.import_transcripts(OWNER, STORE, [Source.from_path(path)])
+    run = lite.backtest(OWNER, STORE, DreamConfig.build(min_sessions=2, min_prevalence=0.0))
+    assert run.report is not None
+    back = run.report["backtest"]
+    assert back["order"] == "started_at; import time for 200 session(s) without one"
+    events, turns, bound = _tau_recount(path, 2)
+    assert (back["events"], back["cost"], back["bound_cost"]) == (events, turns, bound)
+    assert back["covered_cost"] == bound  # at prevalence 0 every recurring error is proposed
+    assert run.report["quality"]["parse_failures"] == 0 and back["feedback_loops"] == 0
