@@ -140,7 +140,9 @@ TEST_RUNNERS: Final = frozenset(
 _TEST_SUMMARY: Final = re.compile(
     r"\b\d+ (?:failed|passed|errors?)\b|\bFAILED\b|AssertionError|\btests? failed\b", re.I
 )
-_REDIRECT: Final = re.compile(r"(?:^|\s)(?:<<-?\S*|\d?>>?|&>|\d?>&\d|<(?![a-z]+>))(?=\s|$|['\"\w/])")
+_REDIRECT: Final = re.compile(
+    r"(?:^|\s)(?:<<-?\S*|\d?>>?|&>|\d?>&\d|<(?![a-z]+>))(?=\s|$|['\"\w/])"
+)
 _VERSIONED: Final = re.compile(r"\b([a-z][a-z_-]*?)\d+(?:\.\d+)*\b")
 
 
