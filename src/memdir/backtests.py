@@ -337,6 +337,66 @@ class BacktestsMixin(DreamsMixin):
             return summaries[0]
         return {"store": store, "runs": summaries}
 
+    # --- replay --------------------------------------------------------------------------
+
+    def replay_sessions(
+        self,
+        principal: Principal,
+        store: str,
+        transcript_ids: Sequence[str],
+        model: str,
+        *,
+        run: str | None = None,
+    ) -> dict[str, Any]:
+        """Replay chosen failed sessions' openings without and with the accepted memory
+        (:mod:`memdir.dream.replay`): the files run ``run``'s accepted proposals wrote, or,
+        without ``run``, every readable file a dream wrote (``source: dream``). Needs a model."""
+        from memdir.dream.llm import model_from_spec
+        from memdir.dream.replay import replay
+
+        port = model_from_spec(model)
+        if port is None:
+            raise InvalidInput("a replay needs a model: pass --model anthropic:<model>, "
+                               "openai:<model>@<url> or fake")  # fmt: skip
+        if not transcript_ids:
+            raise InvalidInput("name the failed sessions to replay (transcript ids)")
+        wanted: set[str] | None = None
+        with self.db.read() as repo:
+            srow = self._store_row(repo, store)
+            if run is not None:
+                self._run_row(repo, srow.id, principal, run)
+                wanted = {
+                    path
+                    for r in repo.conn.execute(
+                        sa.select(proposals.c.paths).where(
+                            proposals.c.run_id == run, proposals.c.status == "accepted"
+                        )
+                    )
+                    for path in r.paths
+                }
+            access = self._access(repo, srow.id, principal)
+            memory = []
+            for head in repo.heads_under(srow.id, "/", with_content=True):
+                if not access.can_read(head.path) or (wanted is not None
+                                                      and head.path not in wanted):  # fmt: skip
+                    continue
+                content = head.content or ""
+                try:
+                    front = parse_frontmatter(content).raw
+                except MemdirError:
+                    front = {}
+                if wanted is None and front.get("source") != "dream":
+                    continue
+                memory.append(MemoryFile(head.path, content, head.sha256, front))
+        sessions = []
+        for tid in transcript_ids:
+            view = self.get_transcript(principal, store, tid)  # type: ignore[attr-defined]
+            sessions.append(Session(view.info, view.events))
+        report = replay(port, sessions, memory).to_json()
+        report["model"] = model
+        report["run"] = run
+        return report
+
     def _keep(self, principal: Principal, keep: str, files: list[MemoryFile], run: str) -> None:
         provenance = Provenance(session=run, reason=f"backtest {run}: scratch copy",
                                 source_kind="dream")  # fmt: skip

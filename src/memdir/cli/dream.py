@@ -227,3 +227,35 @@ def dream_revert(app: App, run_id: str, **prov: Any) -> None:
     )
     lines = [f"reverted into commit {r.commit} (revision {r.revision})" for r in results]
     emit(app.as_json, results, "\n".join(lines) or f"dream run {run_id} has no accepted commits")
+
+
+@verb(dream, "replay")
+@click.argument("transcripts", nargs=-1, required=True, metavar="TRANSCRIPT...")
+@click.option("--model", required=True,
+              help="anthropic:<model> | openai:<model>@<base_url> | fake.")  # fmt: skip
+@click.option("--run", "run_id", metavar="RUN",
+              help="Memory: what RUN's accepted proposals wrote [all dream notes].")  # fmt: skip
+def dream_replay(app: App, transcripts: tuple[str, ...], model: str, run_id: str | None) -> None:
+    """Replay failed sessions' openings without and with the accepted memory in context, and
+    say whether the first failing call recurs (model calls: outside CI)."""
+    report = app.service().replay_sessions(app.principal, app.store, list(transcripts), model,
+                                           run=run_id)  # fmt: skip
+
+    def arm(value: dict[str, Any] | None) -> str:
+        if value is None:
+            return "no answer (the model call failed)"
+        return ("RECURS" if value["recurs"] else "avoided") + f": {value['tool']} {value['input']}"
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.0f} %"
+
+    lines = [f"replayed {len(report['cases'])} sessions with {report['memory_files']} memory "
+             f"files; first failing call recurs {pct(report['recurs_without_memory'])} without "
+             f"memory, {pct(report['recurs_with_memory'])} with it"]  # fmt: skip
+    for case in report["cases"]:
+        lines += [f"- {case['transcript_id']}: failed `{case['failing_call']}`",
+                  f"    without memory: {arm(case['without_memory'])}",
+                  f"    with memory:    {arm(case['with_memory'])}"]  # fmt: skip
+    if report["skipped"]:
+        lines.append(f"skipped (no failing call): {', '.join(report['skipped'])}")
+    emit(app.as_json, report, "\n".join(lines))
