@@ -5,8 +5,8 @@ run's failure rules), the last :data:`OPENING_EVENTS` at most — is sent to a m
 without memory, and with the accepted memory in its context. Each time the model is asked,
 through a forced structured answer (:data:`REPLAY_TOOL`), for the next tool call it would
 make. The failing call **recurs** when the answer is the same call: the same tool and, once
-both are normalised (ids, numbers, paths masked: :func:`~memdir.dream.miners.signature.normalise_command`),
-the same command or input. The report gives both answers per session and the recurrence rate
+both are normalised (ids, numbers, paths masked:
+:func:`~memdir.dream.miners.signature.normalise_command`), the same command or input. The report gives both answers per session and the recurrence rate
 of each arm; a lower rate with memory is what the memory was for.
 
 This needs a model (``--model``), so it runs outside CI; tests drive it through the real SDKs
@@ -43,7 +43,7 @@ SCHEMA: Final[dict[str, Any]] = {
             "type": "string",
             "description": "Its input: the shell command, or the arguments as JSON.",
         },
-    },  # fmt: skip
+    },
     "required": ["tool", "input"],
 }
 SYSTEM: Final = (
