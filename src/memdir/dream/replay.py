@@ -6,8 +6,9 @@ without memory, and with the accepted memory in its context. Each time the model
 through a forced structured answer (:data:`REPLAY_TOOL`), for the next tool call it would
 make. The failing call **recurs** when the answer is the same call: the same tool and, once
 both are normalised (ids, numbers, paths masked:
-:func:`~memdir.dream.miners.signature.normalise_command`), the same command or input. The report gives both answers per session and the recurrence rate
-of each arm; a lower rate with memory is what the memory was for.
+:func:`~memdir.dream.miners.signature.normalise_command`), the same command or input. The
+report gives both answers per session and the recurrence rate of each arm; a lower rate with
+memory is what the memory was for.
 
 This needs a model (``--model``), so it runs outside CI; tests drive it through the real SDKs
 against the local fake servers. Transcript text reaches the model only inside escaped
