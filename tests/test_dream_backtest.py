@@ -8,7 +8,7 @@ import datetime as dt
 import json
 import random
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -207,6 +207,37 @@ def test_coverage_and_bound_equal_the_plan_exactly(lite: MemoryService) -> None:
         assert set(entry["checks"]) >= {"specificity", "stability", "feedback_loop"}
     assert run.report["quality"]["proposals"] == len(run.report["proposed"])
     assert "## Backtest" in memdir.dream.report.markdown(run.report)
+
+
+def test_memory_that_already_covers_a_pattern_counts_as_covered(lite: MemoryService) -> None:
+    """After A's note is accepted the earlier dream leaves A out (memory covers it); the
+    backtest still credits the events it covers, to the note."""
+    truth = _load(lite)
+    # without stale_memory: it reads the note's own "cargo build --offline fails" as a claim
+    # the sessions contradict (a feedback loop the quality checks flag; not this test's point)
+    from memdir.dream.miners.base import miners
+
+    config = replace(CONFIG, miners=tuple(m for m in miners() if m != "stale_memory"))
+    lite.dream(OWNER, STORE, config)
+    (note,) = [p for p in lite.list_proposals(OWNER, STORE) if "cargo" in str(p.paths)]
+    lite.accept_proposal(OWNER, STORE, note.id)
+    run = lite.backtest(OWNER, STORE, config, split=0.5)
+    assert run.report is not None
+    back = run.report["backtest"]
+    assert back["covered_cost"] == truth.cost({"A"})
+    assert back["bound_cost"] == truth.cost({"A", "C"})
+    assert not [e for e in run.report["proposed"] if "cargo" in e["pattern"]]
+    (row,) = [r for r in back["patterns"] if "|cargo build|" in r["pattern"]]
+    assert row["covered_by"] == [f"memory:{note.paths[0]}"]
+    # with every miner, stale_memory reads the note's own failing command as a claim the
+    # earlier sessions contradict: that proposal is flagged as a feedback loop
+    run = lite.backtest(OWNER, STORE, CONFIG, split=0.5)
+    assert run.report is not None
+    stale = [e for e in run.report["proposed"] if e["miner"] == "stale_memory"
+             and e["subject"]["path"] == note.paths[0]]  # fmt: skip
+    for entry in stale:
+        assert entry["checks"]["feedback_loop"]["pass"] is False
+    assert run.report["quality"]["feedback_loops"] == len(stale)
 
 
 def test_a_time_split_and_keep_write_the_scratch_copy_to_a_new_store(lite: MemoryService) -> None:

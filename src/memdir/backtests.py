@@ -192,7 +192,12 @@ class BacktestsMixin(DreamsMixin):
         # --- accept every draft into the scratch copy
         before = {f.path: f for f in memory}
         files = {f.path: f.content for f in memory}
-        wrote: dict[str, list[str]] = {}  # path -> patterns whose accepted draft wrote it
+        # path -> the patterns whose accepted notes wrote it: this run's drafts, and the notes
+        # earlier dreams wrote (a later draft on either is the dream reacting to its own notes)
+        wrote: dict[str, list[str]] = {
+            f.path: [str(f.frontmatter.get("dream_pattern") or f.path)]
+            for f in memory if f.frontmatter.get("source") == "dream"
+        }  # fmt: skip
         for draft in drafts:
             for path in bt.apply_operations(files, draft.operations):
                 wrote.setdefault(path, []).append(draft.pattern.id)
@@ -225,9 +230,17 @@ class BacktestsMixin(DreamsMixin):
         resolve = later.current_id
         recurring = [p.id for p in result.patterns if p.sessions >= k
                      and p.miner not in ("consolidation",)]  # fmt: skip
-        tally = bt.tally(events, proposed, recurring, resolve)
+        in_memory = {p.id: p.memory_paths[0] for p, _ in result.left_out
+                     if p.coverage == "covered" and p.memory_paths}  # fmt: skip
+        tally = bt.tally(events, proposed, recurring, resolve, in_memory)
         later_result = later.finish(self._audience(row.store_id))
         loops = bt.feedback_loops(later_result.drafts, wrote)
+        for draft in drafts:  # the earlier dream reporting a note an earlier dream wrote stale
+            path = str(draft.pattern.subject.get("path", ""))
+            if draft.pattern.miner == "stale_memory" and path in wrote:
+                loops.setdefault(draft.pattern.id, []).append(
+                    f"reports the dream note {path} stale"
+                )
         fixed_resolved: dict[str, set[str]] = {}
         for pid, found in fixed_later.items():
             fixed_resolved.setdefault(resolve(pid), set()).update(found)

@@ -192,7 +192,8 @@ def dream_list(app: App, limit: int) -> None:
     runs = app.service().list_dream_runs(app.principal, app.store, limit=limit)
     lines = [
         f"{r.id}  {r.status:<11} {r.created_at:%Y-%m-%d %H:%M}  {r.principal}  "
-        f"{r.processed}/{r.selected} sessions  {len(r.proposals)} proposals"
+        f"{r.processed}/{r.selected} sessions  "
+        + ("backtest" if (r.report or {}).get("backtest") else f"{len(r.proposals)} proposals")
         for r in runs
     ]
     emit(app.as_json, runs, "\n".join(lines) or "no dream runs")

@@ -15,7 +15,8 @@ earlier). This module turns that into figures:
   An event's **patterns** are the ids of every signal at it (a signal at a call: its excerpt
   starts there, or a loop spans it), so the tool error, its recovery and its loop all name it;
 - **coverage** (:func:`tally`): the cost-weighted share of events one of whose patterns an
-  earlier proposal has, overall and per pattern (events, covered, not covered, which proposal);
+  earlier proposal has (or that the pinned memory already covered), overall and per pattern
+  (events, covered, not covered, which proposal or memory file);
 - the **oracle bound**: the same share had every pattern seen in at least ``K`` earlier
   sessions (K = the run's ``min_sessions``) been proposed. A proposal needs ``K`` sessions, so
   coverage never exceeds the bound; the gap is what thresholds, memory and placement left out;
@@ -238,11 +239,17 @@ def tally(
     proposed: Iterable[str],
     recurring: Iterable[str],
     resolve: Callable[[str], str] = lambda p: p,
+    memory: Mapping[str, str] | None = None,
 ) -> Tally:
     """Coverage of ``events`` by the ``proposed`` pattern ids, and the bound by ``recurring``
-    ones (patterns in at least K earlier sessions); every id goes through ``resolve``."""
+    ones (patterns in at least K earlier sessions); every id goes through ``resolve``.
+
+    ``memory`` maps the patterns the pinned memory already covered (the earlier dream left
+    them out for it) to the covering file: they count as covered, and in the bound, listed as
+    ``memory:<path>`` — a backtest after notes were accepted still credits them."""
     wanted = {resolve(p) for p in proposed}
-    oracle = {resolve(p) for p in recurring}
+    known = {resolve(p): f"memory:{path}" for p, path in (memory or {}).items()}
+    oracle = {resolve(p) for p in recurring} | set(known)
     out = Tally()
     for event in events:
         ids = {resolve(p) for p in event.patterns}
@@ -254,7 +261,7 @@ def tally(
         row.cost += event.cost
         out.events += 1
         out.cost += event.cost
-        covering = sorted(ids & wanted)
+        covering = sorted(ids & wanted) + sorted({known[i] for i in ids if i in known})
         if covering:
             row.covered += 1
             row.covered_cost += event.cost
