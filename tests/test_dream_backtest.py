@@ -22,8 +22,7 @@ from memdir.cli.main import cli
 from memdir.core.errors import InvalidInput
 from memdir.core.model import StrReplace
 from memdir.dream import backtest as bt
-from memdir.dream.engine import Engine, EngineConfig
-from memdir.dream.model import Draft, Pattern, Session, Thresholds
+from memdir.dream.model import Draft, Excerpt, Pattern, Session
 from memdir.dream.quality import Evidence, check_all, flagged, score
 from memdir.dreams import DreamConfig
 from memdir.transcripts.model import Event, TranscriptInfo
@@ -287,52 +286,78 @@ def test_costly_events_cost_the_turns_to_the_next_different_successful_call() ->
     assert [(e.position, e.cost, e.label) for e in found] == [(0, 2, "unmatched:npm ci")]
 
 
-def _info(i: int) -> TranscriptInfo:
-    when = START + dt.timedelta(hours=i)
-    return TranscriptInfo(id=f"t{i:02d}", format="generic", session_id=f"s{i}",
-                          parent_session=None, project="web", user=None, agent=None, task=None,
-                          labels=(), outcome="unknown", score=None, started_at=when,
-                          ended_at=None, events=0, tool_calls=0, tool_errors=0, redactions=0,
-                          imported_at=when, updated_at=when, imported_by=OWNER)  # fmt: skip
-
-
-def _calls(*calls: tuple[str, str, bool, int | None]) -> list[Event]:
-    out = [Event("message", role="user", text="fix it")]
-    for n, (command, output, failed, code) in enumerate(calls):
-        out.append(Event("tool_call", name="Bash", call_id=f"c{n}", input={"command": command}))
-        out.append(Event("tool_result", name="Bash", call_id=f"c{n}", output=output,
-                         is_error=failed, exit_code=code))  # fmt: skip
-    return out
+def _junk(miner: str, key: str, subject: dict[str, Any], sessions: set[int]) -> Pattern:
+    """A pattern as a miner reports it, with evidence at event 3 of each of ``sessions``."""
+    examples = [Excerpt(f"t{i:02d}", 3, 4, f"evidence {i}") for i in sorted(sessions)]
+    return Pattern(miner, key, key, subject, sessions=len(sessions), sessions_selected=20,
+                   examples=examples)  # fmt: skip
 
 
 def test_quality_checks_flag_each_junk_shape() -> None:
-    """Patterns as the real engine makes them from junk-producing sessions: a grep that finds
-    nothing flagged by its source, a failure whose signature is the wrapper's exit line, a
-    heredoc write read as a lookup, the same error under python and python3."""
-    engine = Engine(EngineConfig(thresholds=Thresholds(min_sessions=3, min_prevalence=0)),
-                    [], START + dt.timedelta(days=1))  # fmt: skip
-    missing = "can't open file '/srv/app.py': [Errno 2] No such file or directory"
-    for i in range(6):
-        python = "python3" if i % 2 else "python"
-        engine.add(Session(_info(i), _calls(
-            ("cat > notes.txt <<'EOF'\nhello\nEOF", "", False, None),
-            ("grep -rn needle src", "", True, None),
-            (f"{python} app.py", f"{python}: {missing}", True, 2),
-            ("bash -c 'make'", "Exit code 1", True, 1),
-        )))  # fmt: skip
-    drafts = engine.finish().drafts
-    checks = check_all([d.pattern for d in drafts], Evidence(min_sessions=3))
-
-    def failed_for(predicate: Any) -> set[str]:
-        (pid,) = [p for p in checks if predicate(p)]
-        return set(flagged(checks[pid]))
-
-    assert "failure_semantics" in failed_for(lambda p: "|grep|" in p)
-    assert "specificity" in failed_for(lambda p: p.startswith("tool_errors:Bash|bash|"))
-    assert "parse_sanity" in failed_for(lambda p: p.startswith("exploration:") and "EOF" in p)
-    assert "duplicates" in failed_for(lambda p: "|python|" in p)
-    assert "duplicates" in failed_for(lambda p: "|python3|" in p)
-    assert score(checks)["parse_failures"] >= 1
+    """The junk shapes, as miners have produced them (the engine's own parsing now avoids
+    most; the checks still catch them from any miner, a model's included)."""
+    missing = "can<str><path>': [Errno <num> No such file or directory"
+    grep = _junk(
+        "tool_errors",
+        "Bash|grep|failed without output",
+        {
+            "tool": "Bash",
+            "command": "grep",
+            "signature": "failed without output",
+            "input": "grep -rn needle src",
+        },
+        {1, 2, 3, 4, 5},
+    )
+    wrapper = _junk(
+        "tool_errors",
+        "Bash|bash|exit code <num>",
+        {
+            "tool": "Bash",
+            "command": "bash",
+            "signature": "exit code <num>",
+            "input": "bash -c 'make'",
+        },
+        {6, 7, 8, 9, 10},
+    )
+    heredoc = _junk(
+        "exploration",
+        "read > notes.txt <<'EOF",
+        {"tool": "Bash", "input": "read > notes.txt <<'EOF"},
+        {11, 12, 13, 14, 15},
+    )
+    python = _junk(
+        "tool_errors",
+        f"Bash|python|python: {missing}",
+        {
+            "tool": "Bash",
+            "command": "python",
+            "signature": f"python: {missing}",
+            "input": "python app.py",
+        },
+        {1, 3, 5},
+    )
+    python3 = _junk(
+        "tool_errors",
+        f"Bash|python3|python3: {missing}",
+        {
+            "tool": "Bash",
+            "command": "python3",
+            "signature": f"python3: {missing}",
+            "input": "python3 app.py",
+        },
+        {2, 4, 6},
+    )
+    good = _junk("recovery", "Bash|cargo build|--offline",
+                 {"tool": "Bash", "failed": "cargo build --offline", "fixed": "cargo build",
+                  "change": "remove --offline"}, {16, 17, 18, 19, 20})  # fmt: skip
+    checks = check_all([grep, wrapper, heredoc, python, python3, good], Evidence(min_sessions=3))
+    assert "failure_semantics" in flagged(checks[grep.id])
+    assert "specificity" in flagged(checks[wrapper.id])
+    assert "parse_sanity" in flagged(checks[heredoc.id])
+    assert flagged(checks[python.id]) == ["duplicates"] == flagged(checks[python3.id])
+    assert flagged(checks[good.id]) == []
+    assert score(checks)["parse_failures"] == 1
+    assert 0 < score(checks)["score"] < 100
 
 
 def test_a_note_quoting_its_own_failing_command_then_reported_stale_is_a_feedback_loop() -> None:
