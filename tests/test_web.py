@@ -22,6 +22,7 @@ import pytest
 import memdir
 from memdir import OWNER, MemoryService
 from memdir.core.model import Provenance, StrReplace, Write
+from memdir.dreams import DreamConfig
 from memdir.server import create_server_app
 from memdir.settings import Settings
 from memdir.transcripts.reader import Source
@@ -484,6 +485,32 @@ def test_dream_runs_and_their_report_link_to_their_proposals(tab: Tab, site: Sit
     other = open_as(tab, site, site.bot, then="/s/default/dreams")  # not its run, not an admin
     assert run.id not in other.inner_text("main")
     response = other.goto(f"{site.url}/s/default/dreams/{run.id}")
+    assert response is not None and response.status == 404
+
+
+def test_the_quality_page_charts_coverage_and_shows_the_checks(tab: Tab, site: Site) -> None:
+    svc = site.svc
+    root = svc.resolve("user:root")
+    fleet = b"".join(_session("acme", f"bt {i}", f"bt-{i}", "pnpm install") for i in range(16))
+    svc.import_transcripts(OWNER, STORE, [Source.from_bytes("bt.jsonl", fleet)])
+    run = svc.backtest(root, STORE, DreamConfig.build(min_sessions=3), split=0.5)
+    assert run.report is not None
+    back = run.report["backtest"]
+    page = open_as(tab, site, site.root, then="/s/default/dreams")
+    page.click("a.quality:text-is('Quality over runs')")
+    assert page.url.endswith("/s/default/dreams/quality")
+    assert page.locator("svg.trend polyline.series.cov").count() == 1
+    assert page.locator("svg.trend circle.dot.cov").count() == 1  # one backtest so far
+    row = page.locator(f"tr:has(a.quality:text-is('{run.id}'))")
+    assert row.locator("td.coverage").inner_text() == f"{100 * back['coverage']:.1f} %"
+    row.locator("a.quality").click()
+    assert page.url.endswith(f"/dreams/{run.id}/quality")
+    shown = page.locator("table.checks tbody tr").count()
+    assert shown == len(run.report["proposed"]) > 0
+    assert page.locator("script").count() == 0
+    other = open_as(tab, site, site.bot, then="/s/default/dreams/quality")
+    assert run.id not in other.inner_text("main")  # not its run, not an admin
+    response = other.goto(f"{site.url}/s/default/dreams/{run.id}/quality")
     assert response is not None and response.status == 404
 
 

@@ -17,6 +17,7 @@ from dataclasses import asdict
 from typing import Any
 
 from memdir.access import STORES, Access, database_check, missing
+from memdir.backtests import BacktestsMixin
 from memdir.base import unknown_store
 from memdir.core.edits import line_slice
 from memdir.core.errors import Conflict, NotFound, Proposed
@@ -65,7 +66,13 @@ class _NeedsReview(Exception):
 
 
 class MemoryService(
-    DreamsMixin, HistoryMixin, ProposalsMixin, PrincipalsMixin, GovernanceMixin, TranscriptsMixin
+    BacktestsMixin,
+    DreamsMixin,
+    HistoryMixin,
+    ProposalsMixin,
+    PrincipalsMixin,
+    GovernanceMixin,
+    TranscriptsMixin,
 ):
     """Store operations over one database, for any principal.
 

@@ -6,6 +6,7 @@ memory the acting principal may read, and queues proposals for review (it never 
 
 from __future__ import annotations
 
+import datetime as dt
 import sys
 import time
 from pathlib import Path
@@ -118,12 +119,19 @@ def _instructions(path: str | None) -> str | None:
               help="Also write the markdown report to this file.")  # fmt: skip
 @click.option("--progress/--no-progress", default=None,
               help="Progress on stderr [default: on a terminal].")  # fmt: skip
+@click.option("--backtest", is_flag=True,
+              help="Dream on earlier sessions, measure on later ones; queue nothing.")  # fmt: skip
+@click.option("--split", metavar="TIME|FRACTION", default=None,
+              help="Backtest split: a fraction of the sessions [0.5] or a time.")  # fmt: skip
+@click.option("--keep", metavar="STORE", default=None,
+              help="Keep the backtest's scratch copy as this new store.")  # fmt: skip
 def dream_run(
     app: App, since: str | None, until: str | None, since_last: bool, agent: str | None,
     project: str | None, outcome: str | None, limit: int | None, model: str,
     instructions: str | None, budget_tokens: int | None, budget_usd: float | None,
     batches: bool, min_sessions: int, min_prevalence: float, miners: str | None,
     dry_run: bool, resume: str | None, report_file: str | None, progress: bool | None,
+    backtest: bool, split: str | None, keep: str | None,
 ) -> None:  # fmt: skip
     """Run a dream over the transcripts you may read; queue its proposals for review.
 
@@ -143,8 +151,17 @@ def dream_run(
     )  # fmt: skip
     show = progress if progress is not None else sys.stderr.isatty() and not app.as_json
     bar = _Bar() if show else None
+    if (split is not None or keep is not None) and not backtest:
+        raise InvalidInput("--split and --keep go with --backtest; add --backtest")
     try:
-        run = app.service().dream(app.principal, app.store, config, resume=resume, progress=bar)
+        if backtest:
+            if resume is not None:
+                raise InvalidInput("a backtest is not resumed; run `memdir dream --backtest` again")
+            run = app.service().backtest(app.principal, app.store, config, split=split_value(split),
+                                         keep=keep, progress=bar)  # fmt: skip
+        else:
+            run = app.service().dream(app.principal, app.store, config, resume=resume,
+                                      progress=bar)  # fmt: skip
     finally:
         if bar is not None:
             bar.close()
@@ -152,6 +169,20 @@ def dream_run(
     if report_file is not None:
         Path(report_file).write_text(text, encoding="utf-8")
     emit(app.as_json, run, text)
+
+
+def split_value(text: str | None) -> float | dt.datetime:
+    """``--split``: a fraction (``0.3``) or an ISO time (``2026-10-01``, UTC when no zone)."""
+    if text is None:
+        return 0.5
+    try:
+        return float(text)
+    except ValueError:
+        pass
+    when = _when(text, "--split")
+    if when is None:
+        raise InvalidInput(f"--split takes a fraction or a time, received {text!r}")
+    return when
 
 
 @verb(dream, "list")
@@ -164,7 +195,8 @@ def dream_list(app: App, limit: int) -> None:
         + (
             "(report withheld)"
             if r.withheld
-            else f"{r.processed}/{r.selected} sessions  {len(r.proposals)} proposals"
+            else f"{r.processed}/{r.selected} sessions  "
+            + ("backtest" if (r.report or {}).get("backtest") else f"{len(r.proposals)} proposals")
         )
         for r in runs
     ]
@@ -202,3 +234,35 @@ def dream_revert(app: App, run_id: str, **prov: Any) -> None:
     )
     lines = [f"reverted into commit {r.commit} (revision {r.revision})" for r in results]
     emit(app.as_json, results, "\n".join(lines) or f"dream run {run_id} has no accepted commits")
+
+
+@verb(dream, "replay")
+@click.argument("transcripts", nargs=-1, required=True, metavar="TRANSCRIPT...")
+@click.option("--model", required=True,
+              help="anthropic:<model> | openai:<model>@<base_url> | fake.")  # fmt: skip
+@click.option("--run", "run_id", metavar="RUN",
+              help="Memory: what RUN's accepted proposals wrote [all dream notes].")  # fmt: skip
+def dream_replay(app: App, transcripts: tuple[str, ...], model: str, run_id: str | None) -> None:
+    """Replay failed sessions' openings without and with the accepted memory in context, and
+    say whether the first failing call recurs (model calls: outside CI)."""
+    report = app.service().replay_sessions(app.principal, app.store, list(transcripts), model,
+                                           run=run_id)  # fmt: skip
+
+    def arm(value: dict[str, Any] | None) -> str:
+        if value is None:
+            return "no answer (the model call failed)"
+        return ("RECURS" if value["recurs"] else "avoided") + f": {value['tool']} {value['input']}"
+
+    def pct(value: float | None) -> str:
+        return "-" if value is None else f"{100 * value:.0f} %"
+
+    lines = [f"replayed {len(report['cases'])} sessions with {report['memory_files']} memory "
+             f"files; first failing call recurs {pct(report['recurs_without_memory'])} without "
+             f"memory, {pct(report['recurs_with_memory'])} with it"]  # fmt: skip
+    for case in report["cases"]:
+        lines += [f"- {case['transcript_id']}: failed `{case['failing_call']}`",
+                  f"    without memory: {arm(case['without_memory'])}",
+                  f"    with memory:    {arm(case['with_memory'])}"]  # fmt: skip
+    if report["skipped"]:
+        lines.append(f"skipped (no failing call): {', '.join(report['skipped'])}")
+    emit(app.as_json, report, "\n".join(lines))

@@ -122,6 +122,8 @@ class Engine:
             m for m in made if isinstance(m, MemoryMiner) and not isinstance(m, Miner)
         ]
         self._reducer = Reducer(config.thresholds.max_examples, lossy_epsilon(config.thresholds))
+        #: Pattern ids renamed while this engine ran (old -> new; see :meth:`current_id`).
+        self.renamed: dict[str, str] = {}
 
     @property
     def sessions_selected(self) -> int:
@@ -129,6 +131,11 @@ class Engine:
 
     def add(self, session: Session) -> int:
         """Mine one session with every session miner and reduce; returns the signals found."""
+        return len(self.observe(session))
+
+    def observe(self, session: Session) -> list[Signal]:
+        """:meth:`add`, returning the session's signals (keys as of this session: a later
+        template generalisation is recorded in :attr:`renamed`, see :meth:`current_id`)."""
         signals: list[Signal] = []
         for miner in self._session_miners:
             signals.extend(miner.mine(session))
@@ -136,7 +143,20 @@ class Engine:
             if renames is not None:
                 for old, new in renames():
                     self._reducer.rename(miner.name, old, new)
-        return self._reducer.add_session(session.info, signals, links_of(signals))
+                    if old != new:
+                        self.renamed[f"{miner.name}:{old}"] = f"{miner.name}:{new}"
+        self._reducer.add_session(session.info, signals, links_of(signals))
+        return signals
+
+    def current_id(self, pattern_id: str) -> str:
+        """The id ``pattern_id`` is counted under now (following template renames)."""
+        seen = {pattern_id}
+        while pattern_id in self.renamed:
+            pattern_id = self.renamed[pattern_id]
+            if pattern_id in seen:  # a rename back and forth: stop at the latest
+                break
+            seen.add(pattern_id)
+        return pattern_id
 
     def add_signals(self, info: TranscriptInfo, signals: Iterable[Signal]) -> None:
         """More signals about a session already added (e.g. a model's findings)."""
@@ -173,6 +193,22 @@ class Engine:
             load = getattr(miner, "load_state", None)
             if load is not None and miner.name in saved:
                 load(saved[miner.name])
+        return engine
+
+    @classmethod
+    def continue_from(
+        cls,
+        config: EngineConfig,
+        memory: Sequence[MemoryFile],
+        now: dt.datetime,
+        state: Mapping[str, Any],
+    ) -> Engine:
+        """A fresh engine (nothing counted) whose miners keep what ``state``'s had learned
+        (Drain templates, correction clusters): the same error gets the same pattern id as in
+        the run ``state`` came from. What a backtest mines its later part with."""
+        earlier = cls.restore(config, memory, now, state)
+        engine = cls(config, memory, now)
+        engine._session_miners = earlier._session_miners
         return engine
 
     def finish(self, audience: Audience | None = None) -> EngineResult:

@@ -177,6 +177,7 @@ class AsyncClient(_BaseClient):
     dream_runs = _awaitable(_dreams._dream_runs)
     dream_run = _awaitable(_dreams._dream_run)
     dream_report = _awaitable(_dreams._dream_report)
+    dream_quality = _awaitable(_dreams._dream_quality)
     resume_dream = _awaitable(_dreams._resume_dream)
     revert_dream_run = _awaitable(_dreams._revert_dream_run)
 

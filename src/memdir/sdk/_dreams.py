@@ -53,10 +53,17 @@ def _dream(
     min_prevalence: float = 0.02,
     miners: Sequence[str] | None = None,
     dry_run: bool = False,
+    backtest: bool = False,
+    split: float | dt.datetime | None = None,
+    keep: str | None = None,
     store: str | None = None,
 ) -> Plan[DreamRun]:
     """Run a dream over the transcripts the caller may read and return the finished run (its
-    ``report``; ``proposals`` lists what it queued for review)."""
+    ``report``; ``proposals`` lists what it queued for review).
+
+    ``backtest=True`` dreams over the earlier sessions (``split``: a fraction, default 0.5, or
+    a time) into a scratch copy, measures on the later ones and queues nothing; the figures
+    are in ``report["backtest"]``; ``keep`` keeps the scratch copy as a new store."""
     body: dict[str, Any] = {
         "since": since.isoformat() if since else None,
         "until": until.isoformat() if until else None,
@@ -66,6 +73,10 @@ def _dream(
         "min_sessions": min_sessions, "min_prevalence": min_prevalence,
         "miners": list(miners) if miners is not None else None, "dry_run": dry_run,
     }  # fmt: skip
+    if backtest:
+        body["backtest"] = True
+        body["split"] = split.isoformat() if isinstance(split, dt.datetime) else split
+        body["keep"] = keep
     request = self._request("POST", _url(self, store), json=body, timeout=DREAM_TIMEOUT)
     return single(Call(request, _run, retry_safe=False))
 
@@ -88,6 +99,18 @@ def _dream_report(self: _BaseClient, run: str, *, store: str | None = None) -> P
     url = _url(self, store, f"/{quote(run, safe='')}")
     request = self._request("GET", url, params={"format": "markdown"})
     return single(Call(request, lambda response: response.text))
+
+
+def _dream_quality(
+    self: _BaseClient, run: str | None = None, *, limit: int = 50, store: str | None = None
+) -> Plan[dict[str, Any]]:
+    """The quality page's data: one run's summary, or (no ``run``) your last runs, oldest
+    first, under ``runs`` — coverage, bound, acceptance rate, score, checks, cost."""
+    if run is None:
+        request = self._request("GET", _url(self, store, "/quality"), params={"limit": limit})
+    else:
+        request = self._request("GET", _url(self, store, f"/{quote(run, safe='')}/quality"))
+    return single(Call(request, _json))
 
 
 def _resume_dream(self: _BaseClient, run: str, *, store: str | None = None) -> Plan[DreamRun]:

@@ -180,6 +180,7 @@ class Client(_BaseClient):
     dream_runs = _blocking(_dreams._dream_runs)
     dream_run = _blocking(_dreams._dream_run)
     dream_report = _blocking(_dreams._dream_report)
+    dream_quality = _blocking(_dreams._dream_quality)
     resume_dream = _blocking(_dreams._resume_dream)
     revert_dream_run = _blocking(_dreams._revert_dream_run)
 

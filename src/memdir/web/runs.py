@@ -88,6 +88,103 @@ async def dream_run(request: Request) -> Response:
     )  # fmt: skip
 
 
+# --- quality ---------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Series:
+    """One line of the over-time chart: its name, CSS class and SVG points (``x,y ...``)."""
+
+    name: str
+    css: str
+    points: str
+    dots: list[tuple[float, float, str]]
+
+
+CHART_W, CHART_H, CHART_PAD = 520, 160, 24
+
+
+def series_chart(runs: list[Mapping[str, Any]]) -> list[Series]:
+    """Coverage, bound and acceptance rate over runs (oldest left) as polylines in a
+    ``CHART_W`` x ``CHART_H`` box; runs without a value leave a gap in that line only."""
+    out = []
+    n = len(runs)
+    for key, name, css in (("coverage", "coverage", "cov"), ("bound", "oracle bound", "bnd"),
+                           ("acceptance_rate", "acceptance", "acc")):  # fmt: skip
+        dots = []
+        for i, run in enumerate(runs):
+            value = run.get(key)
+            if not isinstance(value, int | float) or not 0 <= value <= 1:
+                continue
+            x = CHART_PAD + (CHART_W - 2 * CHART_PAD) * (i / (n - 1) if n > 1 else 0.5)
+            y = CHART_H - CHART_PAD - (CHART_H - 2 * CHART_PAD) * float(value)
+            dots.append((round(x, 1), round(y, 1), f"{run.get('run')!s}: {100 * value:.1f} %"))
+        if dots:
+            out.append(Series(name, css, " ".join(f"{x},{y}" for x, y, _ in dots), dots))
+    return out
+
+
+def _quality_row(summary: Mapping[str, Any]) -> dict[str, Any]:
+    def pct(value: Any) -> str:
+        return f"{100 * value:.1f} %" if isinstance(value, int | float) else "-"
+
+    quality = summary.get("quality") or {}
+    return {
+        "link": safe_id(summary.get("run")), "run": str(summary.get("run")),
+        "kind": str(summary.get("kind")), "created": str(summary.get("created_at") or "")[:16],
+        "proposals": summary.get("proposals", 0), "acceptance": pct(summary.get("acceptance_rate")),
+        "coverage": pct(summary.get("coverage")), "bound": pct(summary.get("bound")),
+        "score": quality.get("score") if quality.get("score") is not None else "-",
+        "parse": quality.get("parse_failures", 0),
+        "loops": summary.get("feedback_loops") if summary.get("feedback_loops") is not None
+        else "-",
+        "cost": summary.get("cost_per_accepted") if summary.get("cost_per_accepted") is not None
+        else "-",
+    }  # fmt: skip
+
+
+async def dreams_quality(request: Request) -> Response:
+    """Quality over the viewer's runs: the chart and one row per run (JSON: REST)."""
+    who = await viewer(request)
+    store = request.path_params["store"]
+    data = await who.call(who.service.dream_quality, store, limit=100)
+    runs = list(data["runs"])
+    return page(request, "quality.html", who, runs=[_quality_row(r) for r in reversed(runs)],
+                chart=series_chart(runs), width=CHART_W, height=CHART_H, pad=CHART_PAD,
+                one=None)  # fmt: skip
+
+
+async def dream_quality(request: Request) -> Response:
+    """One run's quality: proposals by origin, miner and scope, reviews, checks per proposal."""
+    who = await viewer(request)
+    store = request.path_params["store"]
+    summary = await who.call(who.service.dream_quality, store, request.path_params["run_id"])
+    checks = []
+    for pattern, entry in sorted((summary.get("checks") or {}).items()):
+        if not isinstance(entry, Mapping):
+            continue
+        cells = []
+        for name in ("specificity", "failure_semantics", "fix_validated", "parse_sanity",
+                     "stability", "duplicates", "feedback_loop"):  # fmt: skip
+            found = entry.get(name)
+            value: Mapping[str, Any] = found if isinstance(found, Mapping) else {}
+            mark = {True: "ok", False: "failed", None: "n/a"}.get(value.get("pass"), "n/a")
+            cells.append((mark, str(value.get("detail") or "")))
+        checks.append((str(pattern), cells, entry.get("quality")))
+    numbers = {k: summary.get(k) for k in ("kind", "status", "proposals", "acceptance_rate",
+                                            "coverage", "bound", "of_bound", "feedback_loops",
+                                            "tokens", "cost_usd", "tokens_per_accepted",
+                                            "cost_per_accepted")}  # fmt: skip
+    return page(
+        request, "quality.html", who, one=summary, link=safe_id(summary.get("run")),
+        numbers=facts(numbers), by_origin=facts(summary.get("by_origin")),
+        by_miner=facts(summary.get("by_miner")), by_scope=facts(summary.get("by_scope")),
+        review=facts(summary.get("review")), score=facts(summary.get("quality", {}).get("checks")),
+        quality=(summary.get("quality") or {}).get("score"), checks=checks,
+        runs=[], chart=[], width=CHART_W, height=CHART_H, pad=CHART_PAD,
+    )  # fmt: skip
+
+
 # --- transcripts ----------------------------------------------------------------------------
 
 
@@ -160,6 +257,8 @@ async def transcript(request: Request) -> Response:
 
 routes = [
     Route("/s/{store}/dreams", dream_runs, name="dreams"),
+    Route("/s/{store}/dreams/quality", dreams_quality, name="dreams_quality"),
+    Route("/s/{store}/dreams/{run_id}/quality", dream_quality, name="dream_quality"),
     Route("/s/{store}/dreams/{run_id}", dream_run, name="dream"),
     Route("/s/{store}/transcripts/{tid}", transcript, name="transcript"),
 ]

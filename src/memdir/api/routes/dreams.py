@@ -28,6 +28,7 @@ from memdir.api.deps import (
     v1_router,
 )
 from memdir.api.models import Page
+from memdir.core.errors import InvalidInput
 from memdir.core.limits import MAX_INT64
 from memdir.dreams import DreamConfig, DreamRun
 
@@ -66,14 +67,40 @@ class DreamBody(BaseModel):
     min_prevalence: float = Field(0.02, ge=0, le=1)
     miners: list[str] | None = None
     dry_run: bool = False
+    backtest: bool = Field(
+        False, description="Dream over the earlier sessions, measure on the later ones."
+    )
+    split: float | dt.datetime | None = Field(
+        None, description="Backtest split: a fraction of the sessions (0.5) or a time."
+    )
+    keep: str | None = Field(
+        None, max_length=200, description="Keep the backtest's scratch copy as this new store."
+    )
 
 
 @router.post(ALL, response_model=DreamRun, status_code=201, summary="Run a dream")
 async def start_dream(ctx: Ctx, store: StoreName, body: DreamBody) -> Response:
     """Run a dream over the transcripts the caller may read; its proposals enter the queue."""
-    config = DreamConfig.build(**body.model_dump())
-    run = await ctx.call(ctx.service.dream, store, config)
+    options = body.model_dump()
+    backtest, split, keep = options.pop("backtest"), options.pop("split"), options.pop("keep")
+    config = DreamConfig.build(**options)
+    if backtest:
+        run = await ctx.call(
+            ctx.service.backtest, store, config, split=0.5 if split is None else split, keep=keep
+        )
+    elif split is not None or keep is not None:
+        raise InvalidInput("split and keep go with backtest: true; add it to the body")
+    else:
+        run = await ctx.call(ctx.service.dream, store, config)
     return render(run, 201)
+
+
+@router.get(ALL + "/quality", summary="Dream quality over time")
+async def dreams_quality(ctx: Ctx, store: StoreName, limit: Limit = 50) -> Response:
+    """The caller's last runs, oldest first, with what the quality page charts: coverage,
+    bound, acceptance rate, quality score, checks, tokens and cost per accepted proposal."""
+    data = await ctx.call(ctx.service.dream_quality, store, limit=limit)
+    return render(data)
 
 
 @router.get(ALL, response_model=Page[DreamRun], summary="Dream runs")
@@ -111,6 +138,13 @@ async def show_dream(
         )  # fmt: skip
         return Response(text, media_type="text/markdown; charset=utf-8")
     return render(run)
+
+
+@router.get(ONE + "/quality", summary="A dream run's quality")
+async def dream_quality(ctx: Ctx, store: StoreName, run_id: str) -> Response:
+    """One run's quality summary (see ``GET …/dreams/quality``)."""
+    data = await ctx.call(ctx.service.dream_quality, store, run_id)
+    return render(data)
 
 
 @router.post(ONE + "/resume", response_model=DreamRun, summary="Resume a dream run")
