@@ -12,7 +12,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-import httpx
+import httpx2
 import pytest
 from click.testing import CliRunner
 
@@ -416,8 +416,8 @@ def test_cli_rest_and_sdk_run_a_backtest(tmp_path: Path) -> None:
     headers = {"Authorization": f"Bearer {secret}"}
 
     async def go() -> None:
-        transport = httpx.ASGITransport(app=app)
-        async with httpx.AsyncClient(transport=transport, base_url="http://t") as client:
+        transport = httpx2.ASGITransport(app=app)
+        async with httpx2.AsyncClient(transport=transport, base_url="http://t") as client:
             made = await client.post(f"/v1/stores/{STORE}/dreams", headers=headers, json={
                 "backtest": True, "split": 0.5, "min_prevalence": 0.15})  # fmt: skip
             assert made.status_code == 201, made.text
