@@ -94,7 +94,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         if state.owns_service:
-            state.service.db.close()
+            state.service.close()
 
     app = FastAPI(
         title="memdir",

@@ -130,7 +130,9 @@ async def read_file(
 ) -> Response:
     """The file's content, or with ``format=json`` its FileView (content, sha256, version…).
 
-    ``ETag`` names the file's version (its sha256) even when ``lines`` selects a part.
+    ``ETag`` names the file's version (its sha256) even when ``lines`` selects a part. An
+    expired file (docs/context.md) is still served, with ``X-Memdir-Expired: <time>`` (and
+    ``expired_at`` in the JSON).
     """
     view = await ctx.call(
         ctx.service.read, store, _memory_path(path), version=version, lines=_lines(lines)
@@ -140,6 +142,8 @@ async def read_file(
         "X-Memdir-Version": str(view.version),
         "X-Memdir-Revision": str(view.revision),
     }
+    if view.expired_at is not None:  # hidden from listings and search, still read by path
+        headers["X-Memdir-Expired"] = view.expired_at.isoformat()
     if if_none_match is not None and _etag_matches(if_none_match, view.sha256):
         return Response(status_code=304, headers=headers)
     if _wants_json(format, request):
