@@ -24,8 +24,9 @@ __all__ = ["INSTRUCTIONS", "TOOLS", "ToolSpec", "build_server"]
 
 INSTRUCTIONS = """\
 memdir is shared, versioned memory: a tree of markdown files that you, other agents and people
-read and edit. Check memory before you start a task: `view /` (or your project's directory)
-and `search` for the topic; it holds conventions, commands, known failures and decisions.
+read and edit. Check memory before you start a task: `view /` (it starts with your context:
+core memory in full and an index of what you may read) and `search` for the topic; memory
+holds conventions, commands, known failures and decisions.
 Record what the next session needs to know, where it belongs (/projects/<project>/ for project
 knowledge, /agents/<you>/ for your own notes). Prefer small edits (`str_replace`, `insert`)
 over rewriting files; rewrite a whole file only with `create` and `if_match`. Memory you may
@@ -213,6 +214,14 @@ CONTEXT_DESCRIPTION = (
 )
 
 
+def _budget(value: str | None) -> int:
+    if not value:
+        return DEFAULT_BUDGET
+    if not value.isdigit():
+        raise ToolError(f"budget must be a whole number of tokens, received {value!r}")
+    return int(value)
+
+
 def _add_context(server: MCPServer, tools: MemoryTools) -> None:
     """The context as a prompt (``context``) and as resources (``memdir://context``, and per
     project or task); a view of ``/`` starts with it too (see MemoryTools.view)."""
@@ -231,17 +240,13 @@ def _add_context(server: MCPServer, tools: MemoryTools) -> None:
         query: str | None = None,
         budget: str | None = None,
     ) -> str:
-        tokens = DEFAULT_BUDGET
-        if budget:
-            if not budget.isdigit():
-                raise ToolError(f"budget must be a whole number of tokens, received {budget!r}")
-            tokens = int(budget)
-        return text(ctx, project=project, task=task, query=query, budget=tokens)
+        return text(ctx, project=project, task=task, query=query, budget=_budget(budget))
 
-    @server.resource("memdir://context", name="context", title="Memory context",
+    # Context reaches only template resources, so the plain one takes an optional budget.
+    @server.resource("memdir://context{?budget}", name="context", title="Memory context",
                      description=CONTEXT_DESCRIPTION, mime_type="text/markdown")  # fmt: skip
-    def context_resource(ctx: Context[Any, Any]) -> str:
-        return text(ctx)
+    def context_resource(ctx: Context[Any, Any], budget: str = "") -> str:
+        return text(ctx, budget=_budget(budget))
 
     @server.resource("memdir://context/project/{project}", name="project-context",
                      title="Memory context for a project", description=CONTEXT_DESCRIPTION,

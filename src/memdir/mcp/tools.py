@@ -209,8 +209,9 @@ class MemoryTools:
                 raise Refusal(render.not_found(path))
             base = len(target.store_path.rstrip("/")) + 1
             listing = render.directory_view(path, [(p[base:], size) for p, size in files])
-            if self.ns.is_root(target) and self.ns.root == "/":
-                # The first view of a session is of the root: it starts with the context.
+            if path == "/" and self.ns.root == "/":
+                # The first view the instructions ask for: it starts with the context
+                # (/memories keeps the reference tool's listing exactly).
                 return self.context_text(principal) + "\n" + listing
             return listing
 
