@@ -66,7 +66,7 @@ def _root(path: str) -> str:
 
 def _seed(url: str) -> dict[str, str]:
     """1,000 files; returns path → content (what was written)."""
-    svc = memdir.open(url, create=True)
+    svc = memdir.open(url, if_absent=True)
     svc.create_store(OWNER, STORE, exist_ok=True)
     svc.add_principal(OWNER, "agent:bot", projects=("acme",), tasks=("t1",), acts_for="ana")
     svc.add_principal(OWNER, "user:bob", projects=("beta",))
@@ -177,7 +177,7 @@ def test_recent_use_and_query_order_within_a_scope(svc: Any) -> None:
     svc.write(bot, STORE, last, svc.read(bot, STORE, last).content + "zebra crossing\n",
               if_match=svc.read(bot, STORE, last).sha256)  # fmt: skip
     after = svc.context(bot, STORE, budget=200_000)
-    assert [i.path for i in after.index if i.path.startswith("/projects/acme/")][0] == last
+    assert next(i.path for i in after.index if i.path.startswith("/projects/acme/")) == last
     ranked = svc.context(bot, STORE, budget=200_000, query="CANARY0018X")  # /org/ holds n0018
     org = [i.path for i in ranked.index if i.path.startswith("/org/")]
     assert org[0] == "/org/notes/n0018.md" and org[1:] == [i.path for i in after.index
@@ -242,7 +242,7 @@ def test_expired_files_are_hidden_everywhere_but_reads(svc: Any, world: Any) -> 
 
 def test_task_scopes_expire_after_the_configured_days(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    svc = memdir.open(url, create=True)
+    svc = memdir.open(url, if_absent=True)
     svc.create_store(OWNER, STORE)
     svc.write(OWNER, STORE, "/tasks/t9/plan.md", "# plan\n", if_absent=True)
     svc.write(OWNER, STORE, "/tasks/t9/keep.md", "---\nexpires: never\n---\n# keep\n",
@@ -263,7 +263,7 @@ def test_task_scopes_expire_after_the_configured_days(tmp_path: Path) -> None:
 
 def test_stale_report_and_last_reads(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    svc = memdir.open(url, create=True)
+    svc = memdir.open(url, if_absent=True)
     svc.create_store(OWNER, STORE)
     svc.write(OWNER, STORE, "/org/due.md", "---\nreview_after: 2020-01-01\n---\n# due\n",
               if_absent=True)  # fmt: skip
@@ -346,7 +346,7 @@ def test_cli_rest_sdk_and_mcp_give_the_same_context(svc: Any, world: Any) -> Non
 
 
 def test_cli_stale_ls_and_search_flags(world: Any) -> None:
-    url, files = world
+    url, _files = world
     done = _cli(url, "--as", "user:bob", "stale", "--reason", "review-due")
     assert done.exit_code == 0
     assert "/projects/beta/due.md\treview-due\tlast written by owner" in done.output
@@ -428,3 +428,52 @@ def test_web_stale_page_lists_review_due(world: Any, svc: Any) -> None:
             assert "/projects/acme/due.md" not in page.text
 
     anyio.run(main)
+
+
+def test_the_documented_session_start_hook(tmp_path: Path) -> None:
+    """The hook from docs/context.md injects the project's context from a live server."""
+    import os
+    import subprocess
+
+    from tests.test_sdk import Server
+
+    text = (Path(__file__).resolve().parent.parent / "docs" / "context.md").read_text()
+    script = re.search(r"<!-- memdir-session-start-hook -->\n```sh\n(.*?)```", text, re.S)
+    assert script is not None
+    hook = tmp_path / "memdir-session-start.sh"
+    hook.write_text(script.group(1), encoding="utf-8")
+    (tmp_path / "serve").mkdir()
+    server = Server(tmp_path / "serve")
+    try:
+        with memdir.Client(server.url, server.admin) as admin:
+            admin.add_principal("agent:bot", projects=["acme"])
+            token = admin.create_token("agent:bot").token
+            admin.write(
+                "/projects/acme/conventions.md",
+                "---\ncore: true\n---\nRun `make check` before pushing.\n",
+                if_absent=True,
+            )
+            admin.write("/projects/acme/notes.md", "# Deploys go through staging\n", if_absent=True)
+            admin.write("/projects/beta/secret.md", "# BETASECRET\n", if_absent=True)
+        with memdir.Client(server.url, token) as bot:
+            expected = bot.context(project="acme")
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MEMDIR_")}
+        env |= {"MEMDIR_URL": server.url, "MEMDIR_TOKEN": token or "",
+                "MEMDIR_HOOK_LOG": str(tmp_path / "hook.log")}  # fmt: skip
+        stdin = json.dumps({"session_id": "s1", "transcript_path": "/dev/null",
+                            "cwd": "/home/ana/acme", "hook_event_name": "SessionStart",
+                            "source": "startup"})  # fmt: skip
+        done = subprocess.run(["bash", str(hook)], input=stdin, env=env, text=True,
+                              capture_output=True, timeout=60)  # fmt: skip
+        assert done.returncode == 0, done.stderr
+        out = json.loads(done.stdout)["hookSpecificOutput"]
+        assert out["hookEventName"] == "SessionStart"
+        assert out["additionalContext"] == expected
+        assert "Run `make check` before pushing." in expected and "Deploys go through" in expected
+        assert "BETASECRET" not in expected
+        env["MEMDIR_URL"] = "http://127.0.0.1:9"  # no server: the session still starts
+        down = subprocess.run(["bash", str(hook)], input=stdin, env=env, text=True,
+                              capture_output=True, timeout=60)  # fmt: skip
+        assert down.returncode == 0 and down.stdout == ""
+    finally:
+        server.stop()
