@@ -22,7 +22,6 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
 import sqlalchemy as sa
 
@@ -35,10 +34,10 @@ from memdir.core.limits import check_int
 from memdir.core.model import Principal
 from memdir.core.paths import validate_path
 from memdir.proposals import visible
-from memdir.rows import aware, utcnow
+from memdir.rows import utcnow
 from memdir.search.query import parse_query
-from memdir.storage.meta import context_rows
-from memdir.storage.repository import Repository, Row
+from memdir.storage.meta import ContextRow, context_rows
+from memdir.storage.repository import Repository
 from memdir.storage.schema import heads, proposals
 
 __all__ = ["STALE_REASONS", "ContextMixin", "StaleFile"]
@@ -136,19 +135,20 @@ class ContextMixin(ServiceBase):
             expired = self._expired(repo, row.id, access, now)
             ranks = self._ranks(repo, row.id, access, query, expired, include_expired)
             items: list[Item] = []
-            core_rows: list[tuple[int, Any]] = []
+            core_rows: list[tuple[int, ContextRow]] = []
             for r in context_rows(repo, row.id, access.read_prefixes()):
-                path = str(r.path)
-                if path.startswith("/.memdir/") or not access.can_read(path):
+                path = r.path
+                if path in expired and not include_expired:
                     continue
-                kind, name = scope_of(path)
+                scope = scope_of(path)
+                kind, name = scope
                 if (project is not None and kind == "project" and name != project) or (
                     task is not None and kind == "task" and name != task
                 ):
                     continue
-                if path in expired and not include_expired:
+                if path.startswith("/.memdir/") or not access.can_read(path):
                     continue
-                items.append(self._item(r, path, now, expired.get(path), ranks.get(path)))
+                items.append(self._item(r, scope, now, expired.get(path), ranks.get(path)))
                 if r.core:
                     core_rows.append((len(items) - 1, r))
             for position, r in core_rows:
@@ -165,27 +165,27 @@ class ContextMixin(ServiceBase):
         if task is not None:
             title += f", task {task}"
         assembled = assemble(items, budget=budget, title=title, hidden_expired=hidden)
-        ids = {str(r.path): int(r.file_id) for _, r in core_rows}
+        ids = {r.path: r.file_id for _, r in core_rows}
         self.reads.record(row.id, [ids[i.path] for i in assembled.core])
         return assembled
 
     @staticmethod
-    def _item(r: Row, path: str, now: dt.datetime, expired: dt.datetime | None,
-              rank: int | None) -> Item:  # fmt: skip
-        updated = aware(r.updated_at)
-        read = aware(r.read_at) if r.read_at is not None else None
-        review = aware(r.review_after) if r.review_after is not None else None
+    def _item(r: ContextRow, scope: tuple[str, str], now: dt.datetime,
+              expired: dt.datetime | None, rank: int | None) -> Item:  # fmt: skip
+        read, review = r.read_at, r.review_after
         return Item(
-            path=path,
-            summary=r.summary,
-            used_at=max(updated, read) if read is not None else updated,
-            core=bool(r.core),
-            skill_name=str(r.name) if r.skill and r.name else None,
-            review_due=review if review is not None and review <= now else None,
-            verify=r.verify,
-            unverified=r.source_kind == "agent-inferred",
-            expired=expired,
-            rank=rank,
+            r.path,
+            r.summary,
+            r.updated_at if read is None or read < r.updated_at else read,
+            r.core,
+            r.name if r.skill and r.name else None,
+            review if review is not None and review <= now else None,
+            r.verify,
+            r.source_kind == "agent-inferred",
+            expired,
+            rank,
+            None,
+            scope,
         )
 
     def _ranks(
@@ -244,12 +244,12 @@ class ContextMixin(ServiceBase):
             contradicted = self._contradicted(repo, row.id, access)
             out: list[StaleFile] = []
             for r in context_rows(repo, row.id, access.read_prefixes()):
-                path = str(r.path)
+                path = r.path
                 if not path.startswith(prefix) or path.startswith("/.memdir/"):
                     continue
                 if not access.can_read(path):
                     continue
-                found = _reasons(r, path, now, cutoff, days, expired, contradicted)
+                found = _reasons(r, now, cutoff, days, expired, contradicted)
                 found = [(k, d) for k, d in found if k in wanted]
                 if not found:
                     continue
@@ -258,8 +258,7 @@ class ContextMixin(ServiceBase):
                     StaleFile(
                         path=path, scope=kind, scope_name=name,
                         reasons=tuple(k for k, _ in found), details=tuple(d for _, d in found),
-                        last_writer=r.actor, updated_at=aware(r.updated_at),
-                        last_read_at=aware(r.read_at) if r.read_at is not None else None,
+                        last_writer=r.actor, updated_at=r.updated_at, last_read_at=r.read_at,
                     )
                 )  # fmt: skip
         from memdir.core.context import SCOPE_ORDER
@@ -290,8 +289,7 @@ class ContextMixin(ServiceBase):
 
 
 def _reasons(
-    r: Row,
-    path: str,
+    r: ContextRow,
     now: dt.datetime,
     cutoff: dt.datetime,
     days: int,
@@ -299,13 +297,14 @@ def _reasons(
     contradicted: dict[str, str],
 ) -> list[tuple[str, str]]:
     found: list[tuple[str, str]] = []
+    path = r.path
     if path in expired:
         found.append(("expired", f"expired {expired[path].date().isoformat()}"))
-    review = aware(r.review_after) if r.review_after is not None else None
+    review = r.review_after
     if review is not None and review <= now:
         found.append(("review-due", f"review due since {review.date().isoformat()}"))
-    read = aware(r.read_at) if r.read_at is not None else None
-    last = read or aware(r.updated_at)
+    read = r.read_at
+    last = read or r.updated_at
     if last <= cutoff:
         what = f"last read {read.date().isoformat()}" if read else "never read"
         found.append(("unread", f"{what}; not read in {days} days"))

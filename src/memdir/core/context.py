@@ -52,6 +52,7 @@ DEFAULT_BUDGET: Final = 2000
 MAX_BUDGET: Final = 1_000_000
 #: Scope kinds in the order context lists them (``other``: paths outside the five roots).
 SCOPE_ORDER: Final = ("task", "agent", "user", "project", "org", "other")
+_SCOPE_RANK: Final = {kind: index for index, kind in enumerate(SCOPE_ORDER)}
 _ROOTS: Final = {"tasks": "task", "agents": "agent", "users": "user", "projects": "project"}
 
 # The estimator's pieces: a letter run with the one space before it, a digit run, a
@@ -98,11 +99,12 @@ def scope_of(path: str) -> tuple[str, str]:
     return "other", ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Item:
     """One readable file as context sees it (gathered by the service, never by this module).
 
-    ``body``: the content without frontmatter, for core files only. ``used_at``: the later of
+    ``scope`` must be ``scope_of(path)``. ``body``: the content without frontmatter, for core
+    files only. ``used_at``: the later of
     the last change and the last recorded read. ``rank``: search position for the query (1 is
     best), None when the file did not match or there was no query.
     """
@@ -118,15 +120,13 @@ class Item:
     expired: dt.datetime | None = None
     rank: int | None = None
     body: str | None = None
-
-    @property
-    def scope(self) -> tuple[str, str]:
-        return scope_of(self.path)
+    #: :func:`scope_of` the path (computed once by whoever builds the item)
+    scope: tuple[str, str] = ("other", "")
 
     def order_key(self) -> tuple[Any, ...]:
         kind, name = self.scope
         rank = self.rank if self.rank is not None else math.inf
-        return (SCOPE_ORDER.index(kind), name, rank, -self.used_at.timestamp(), self.path)
+        return (_SCOPE_RANK[kind], name, rank, -self.used_at.timestamp(), self.path)
 
     def marks(self) -> list[str]:
         out = []

@@ -8,8 +8,8 @@ writer's upsert is fixed SQL on the driver cursor, like the other statements eve
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Iterator, Sequence
-from typing import Any
+from collections.abc import Sequence
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 
@@ -17,16 +17,16 @@ from memdir.core.frontmatter import Described
 from memdir.core.paths import descendant_range
 from memdir.core.ranges import readable_ranges
 from memdir.storage.repository import Repository, in_ranges
-from memdir.storage.schema import file_meta, file_reads, heads
+from memdir.storage.schema import file_meta, heads
 
 __all__ = [
     "TASKS",
+    "ContextRow",
     "context_rows",
     "delete_meta",
     "expired_paths",
     "put_meta",
     "record_reads",
-    "stale_rows",
 ]
 
 #: The task scopes' root, whose files expire by default (``task_expiry_days``).
@@ -125,31 +125,64 @@ def _aware(value: dt.datetime) -> dt.datetime:
     return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
 
 
-def context_rows(repo: Repository, store_id: int, prefixes: Sequence[str] | None) -> Iterator[Any]:
+_CONTEXT_SQL = (
+    "SELECT h.path, h.file_id, h.sha256, h.updated_at, m.summary, m.name, m.core, m.skill, "
+    "m.expires_at, m.no_expiry, m.review_after, m.verify, m.actor, m.source_kind, r.read_at "
+    "FROM heads h LEFT JOIN file_meta m ON m.file_id = h.file_id "
+    "LEFT JOIN file_reads r ON r.file_id = h.file_id WHERE h.store_id = ?"
+)
+
+
+class ContextRow(NamedTuple):
+    """One live file for context and the stale report (times decoded, aware UTC)."""
+
+    path: str
+    file_id: int
+    sha256: str
+    updated_at: dt.datetime
+    summary: str | None
+    name: str | None
+    core: bool
+    skill: bool
+    expires_at: dt.datetime | None
+    no_expiry: bool
+    review_after: dt.datetime | None
+    verify: str | None
+    actor: str | None
+    source_kind: str | None
+    read_at: dt.datetime | None
+
+
+def context_rows(
+    repo: Repository, store_id: int, prefixes: Sequence[str] | None
+) -> list[ContextRow]:
     """Every live file in the readable ``prefixes`` with its metadata and last read, in path
-    order: (path, file_id, sha256, updated_at, summary, name, core, skill, expires_at,
-    no_expiry, review_after, verify, actor, source_kind, read_at). No content."""
+    order; no content. Fixed SQL on the driver cursor: this is the one query context runs
+    over every readable file, and Core row processing would cost more than the query."""
     ranges = readable_ranges("/", prefixes)
     if ranges == []:
-        return
-    m = file_meta.c
-    columns = [heads.c.path, heads.c.file_id, heads.c.sha256, heads.c.updated_at, m.summary,
-               m.name, m.core, m.skill, m.expires_at, m.no_expiry, m.review_after, m.verify,
-               m.actor, m.source_kind, file_reads.c.read_at]  # fmt: skip
-    query = (
-        sa.select(*columns)
-        .select_from(_joined().outerjoin(file_reads, file_reads.c.file_id == heads.c.file_id))
-        .where(heads.c.store_id == store_id)
-        .order_by(heads.c.path)
-    )
+        return []
+    sql, params = _CONTEXT_SQL, list[Any]([store_id])
     if ranges is not None:
-        query = query.where(in_ranges(heads.c.path, ranges))
-    yield from repo.conn.execute(query)
+        clauses = []
+        for r in ranges:
+            clauses.append("(h.path >= ? AND h.path < ?)")
+            params += [r.lo, r.hi]
+            if r.exact is not None:
+                clauses.append("h.path = ?")
+                params.append(r.exact)
+        sql += " AND (" + " OR ".join(clauses) + ")"
+    rows = repo.raw(sql + " ORDER BY h.path", params).fetchall()
+    decode = repo.dialect.decode_time
 
+    def when(value: Any) -> dt.datetime | None:
+        return None if value is None else _aware(decode(value))
 
-def stale_rows(repo: Repository, store_id: int, prefixes: Sequence[str] | None) -> Iterator[Any]:
-    """The rows of :func:`context_rows` (the stale report decides which are stale)."""
-    yield from context_rows(repo, store_id, prefixes)
+    return [
+        ContextRow(r[0], r[1], r[2], _aware(decode(r[3])), r[4], r[5], bool(r[6]), bool(r[7]),
+                   when(r[8]), bool(r[9]), when(r[10]), r[11], r[12], r[13], when(r[14]))
+        for r in rows
+    ]  # fmt: skip
 
 
 def record_reads(repo: Repository, reads: dict[tuple[int, int], dt.datetime]) -> int:
