@@ -8,6 +8,9 @@ for ana) may read about two thirds; 1% are core, 1% skills, 2% expired, 2% due f
 Loading writes the rows the writer would (files, blobs, heads, ``file_meta`` from
 :func:`memdir.core.frontmatter.describe`) in batches: loading is set-up, not what is measured.
 
+Then the cost of last-read tracking on reads by path: the same reads, interleaved, on two
+services over one store, one with the read log and one with its ``record`` a no-op.
+
 Measured, interleaved in the same run: ``memdir context`` for agent:bot at the default budget
 (the service: policy decisions per row, expiry, ordering, rendering, cutting) and the raw
 baseline, one SQL statement on the sqlite3 driver that fetches the same rows (heads ⟕
@@ -67,8 +70,10 @@ def load(url: str, size: int) -> None:
         for n in range(size):
             root = plan[n % sum(weights)]
             name = "SKILL.md" if n % 100 == 1 else f"n{n:06d}.md"
-            path = f"{root}/d{n % 50:02d}/{n:06d}/{name}" if name == "SKILL.md" else (
-                f"{root}/d{n % 50:02d}/{name}"
+            path = (
+                f"{root}/d{n % 50:02d}/{n:06d}/{name}"
+                if name == "SKILL.md"
+                else (f"{root}/d{n % 50:02d}/{name}")
             )
             content = _content(n, root)
             sha = sha256_hex(content)
@@ -156,9 +161,42 @@ def main() -> None:
     print(format_table(
         ["store", "context p50 ms", "context p95 ms", "raw SQL p50 ms", "raw SQL p95 ms",
          "ratio p50"], table))  # fmt: skip
+    cost = read_tracking_cost()
+    t, u = cost["tracked"], cost["untracked"]
+    assert isinstance(t, dict) and isinstance(u, dict)
+    print()
+    print(format_table(
+        ["read by path (10,000 files)", "p50 ms", "p95 ms", "mean ms"],
+        [["last-read tracking on", fmt(t["p50_ms"], 3), fmt(t["p95_ms"], 3), fmt(t["mean_ms"], 3)],
+         ["tracking off", fmt(u["p50_ms"], 3), fmt(u["p95_ms"], 3), fmt(u["mean_ms"], 3)],
+         ["cost", fmt((t["p50_ms"] / u["p50_ms"] - 1) * 100, 1) + "%",
+          fmt((t["p95_ms"] / u["p95_ms"] - 1) * 100, 1) + "%",
+          fmt((t["mean_ms"] / u["mean_ms"] - 1) * 100, 1) + "%"]]))  # fmt: skip
+    print(f"({cost['flushes']} flushes of the read log during the tracked reads)")
     if args.json_path:
-        write_json(args.json_path, results)
+        write_json(args.json_path, {"context": results, "read_tracking": cost})
 
 
 if __name__ == "__main__":
     main()
+
+
+def read_tracking_cost(ops: int = 3000) -> dict[str, object]:
+    """Reads by path with last-read tracking on (the shipped :class:`~memdir.reads.ReadLog`)
+    and off (its ``record`` a no-op), interleaved on one store in the same run."""
+    with tempfile.TemporaryDirectory() as tmp:
+        url = f"sqlite:///{tmp}/memdir.db"
+        load(url, 10_000)
+        on, off = memdir.open(url), memdir.open(url)
+        off.reads.record = lambda *_args, **_kwargs: None  # type: ignore[method-assign]
+        bot = on.resolve("agent:bot")
+        paths = [e.path for e in on.ls(bot, "default", "/projects/acme", depth=None)]
+        items = [paths[i % len(paths)] for i in range(ops)]
+        a, b = run_interleaved(lambda p: on.read(bot, "default", p),
+                               lambda p: off.read(bot, "default", p), items, chunk=100,
+                               warmup=100)  # fmt: skip
+        flushes = on.reads.flushes
+        on.close()
+        off.close()
+        return {"tracked": Stats.of(a).to_dict(), "untracked": Stats.of(b).to_dict(),
+                "flushes": flushes}  # fmt: skip

@@ -66,7 +66,7 @@ def _root(path: str) -> str:
 
 def _seed(url: str) -> dict[str, str]:
     """1,000 files; returns path → content (what was written)."""
-    svc = memdir.open(url, if_absent=True)
+    svc = memdir.open(url, create=True)
     svc.create_store(OWNER, STORE, exist_ok=True)
     svc.add_principal(OWNER, "agent:bot", projects=("acme",), tasks=("t1",), acts_for="ana")
     svc.add_principal(OWNER, "user:bob", projects=("beta",))
@@ -242,7 +242,7 @@ def test_expired_files_are_hidden_everywhere_but_reads(svc: Any, world: Any) -> 
 
 def test_task_scopes_expire_after_the_configured_days(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    svc = memdir.open(url, if_absent=True)
+    svc = memdir.open(url, create=True)
     svc.create_store(OWNER, STORE)
     svc.write(OWNER, STORE, "/tasks/t9/plan.md", "# plan\n", if_absent=True)
     svc.write(OWNER, STORE, "/tasks/t9/keep.md", "---\nexpires: never\n---\n# keep\n",
@@ -263,7 +263,7 @@ def test_task_scopes_expire_after_the_configured_days(tmp_path: Path) -> None:
 
 def test_stale_report_and_last_reads(tmp_path: Path) -> None:
     url = f"sqlite:///{tmp_path / 'm.db'}"
-    svc = memdir.open(url, if_absent=True)
+    svc = memdir.open(url, create=True)
     svc.create_store(OWNER, STORE)
     svc.write(OWNER, STORE, "/org/due.md", "---\nreview_after: 2020-01-01\n---\n# due\n",
               if_absent=True)  # fmt: skip
@@ -477,3 +477,14 @@ def test_the_documented_session_start_hook(tmp_path: Path) -> None:
         assert down.returncode == 0 and down.stdout == ""
     finally:
         server.stop()
+
+
+def test_reason_free_read_test_agrees_with_the_decision(svc: Any, world: Any) -> None:
+    """Listings use CompiledPolicy.allows per row; it must decide as check does."""
+    for who in ("agent:bot", "user:bob"):
+        principal = _principal(svc, who)
+        with svc.db.read() as repo:
+            access = svc._access(repo, repo.store(STORE).id, principal)
+            for path in [*world[1], "/.memdir/policy.yaml", "/", "/projects"]:
+                for action in ("read", "write", "propose", "admin"):
+                    assert access.allowed(action, path) == access.check(action, path).allowed
