@@ -197,7 +197,7 @@ def test_budget_is_kept_and_the_rest_is_counted(svc: Any, world: Any, budget: in
         assert "`memdir read PATH`" in closing and "`memdir search QUERY`" in closing
     for canary in _canaries(world[1], BOT_READS):
         assert canary not in got.markdown
-    assert "expired files are hidden" in closing
+    assert "expired files are hidden" in closing  # six, one per readable root
 
 
 def test_too_small_a_budget_says_the_minimum(svc: Any) -> None:

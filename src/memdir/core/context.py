@@ -240,7 +240,8 @@ _HOW = (
 
 def _closing(omitted: Sequence[Item], readable: int, expired_note: str) -> str:
     if not omitted:
-        return f"All {readable} readable files are listed above{expired_note}."
+        every = "The 1 readable file is" if readable == 1 else f"All {readable} readable files are"
+        return f"{every} listed above{expired_note}."
     counts = Counter(i.scope[0] for i in omitted)
     parts = ", ".join(f"{counts[k]} {k}" for k in SCOPE_ORDER if counts[k])
     return (
@@ -268,11 +269,12 @@ def assemble(
         )
     ordered = sorted(items, key=Item.order_key)
     readable = len(ordered)
-    expired_note = (
-        f"; {hidden_expired} expired files are hidden (show them with --include-expired)"
-        if hidden_expired
-        else ""
-    )
+    expired_note = ""
+    if hidden_expired:
+        files = (
+            "1 expired file is" if hidden_expired == 1 else f"{hidden_expired} expired files are"
+        )
+        expired_note = f"; {files} hidden (show them with --include-expired)"
     header = (
         f"# {title}\n\n"
         "Core memory in full, then skills, then an index of the other files by scope (task, "
