@@ -177,10 +177,6 @@ def main() -> None:
         write_json(args.json_path, {"context": results, "read_tracking": cost})
 
 
-if __name__ == "__main__":
-    main()
-
-
 def read_tracking_cost(ops: int = 3000) -> dict[str, object]:
     """Reads by path with last-read tracking on (the shipped :class:`~memdir.reads.ReadLog`)
     and off (its ``record`` a no-op), interleaved on one store in the same run."""
@@ -200,3 +196,7 @@ def read_tracking_cost(ops: int = 3000) -> dict[str, object]:
         off.close()
         return {"tracked": Stats.of(a).to_dict(), "untracked": Stats.of(b).to_dict(),
                 "flushes": flushes}  # fmt: skip
+
+
+if __name__ == "__main__":
+    main()

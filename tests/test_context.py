@@ -488,3 +488,22 @@ def test_reason_free_read_test_agrees_with_the_decision(svc: Any, world: Any) ->
             for path in [*world[1], "/.memdir/policy.yaml", "/", "/projects"]:
                 for action in ("read", "write", "propose", "admin"):
                     assert access.allowed(action, path) == access.check(action, path).allowed
+
+
+def test_memory_tool_adapter_offers_the_context_as_its_first_view(svc: Any, world: Any) -> None:
+    from anthropic.types.beta import BetaMemoryTool20250818ViewCommand
+
+    from memdir.integrations.anthropic import MemoryTool
+
+    url, files = world
+    view = BetaMemoryTool20250818ViewCommand(command="view", path="/memories")
+    with memdir.Client(db=url, principal="agent:bot") as client:
+        tool = MemoryTool(client, prefix="/agents/bot", context_budget=800)
+        first, second = tool.view(view), tool.view(view)
+        expected = svc.context(_principal(svc, "agent:bot"), STORE, budget=800).markdown
+        assert first.startswith(expected) and first.endswith(second)
+        assert not second.startswith("# Memory for")  # later views: the reference listing
+        plain = MemoryTool(client, prefix="/agents/bot")
+        assert plain.view(view) == second
+    for canary in _canaries(files, BOT_READS):
+        assert canary not in first
