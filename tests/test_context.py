@@ -507,3 +507,36 @@ def test_memory_tool_adapter_offers_the_context_as_its_first_view(svc: Any, worl
         assert plain.view(view) == second
     for canary in _canaries(files, BOT_READS):
         assert canary not in first
+
+
+def test_expiry_context_and_reads_on_both_dialects(backend: str) -> None:
+    svc = memdir.open(backend, create=True)
+    try:
+        svc.create_store(OWNER, STORE, exist_ok=True)
+        svc.write(OWNER, STORE, "/org/core.md", "---\ncore: true\n---\nThe rule.\n", if_absent=True)
+        svc.write(OWNER, STORE, "/org/old.md", "---\nexpires: 1h\n---\n# soon gone\n",
+                  if_absent=True)  # fmt: skip
+        svc.write(OWNER, STORE, "/org/gone.md", "---\nexpires: 2020-01-01\n---\n# gone\n",
+                  if_absent=True)  # fmt: skip
+        svc.write(OWNER, STORE, "/org/due.md", "---\nreview_after: 2020-01-01\n---\n# due\n",
+                  if_absent=True)  # fmt: skip
+        assert [e.path for e in svc.ls(OWNER, STORE, "/org")] == [
+            "/org/core.md", "/org/due.md", "/org/old.md",
+        ]  # fmt: skip
+        got = svc.context(OWNER, STORE)
+        assert [i.path for i in got.core] == ["/org/core.md"] and "The rule." in got.markdown
+        assert [i.path for i in got.index] == ["/org/old.md", "/org/due.md"] or [
+            i.path for i in got.index
+        ] == ["/org/due.md", "/org/old.md"]
+        assert {s.path: s.reasons for s in svc.stale(OWNER, STORE)} == {
+            "/org/gone.md": ("expired",), "/org/due.md": ("review-due",),
+        }  # fmt: skip
+        svc.read(OWNER, STORE, "/org/due.md")
+        svc.reads.record(10**9, [10**9])  # a file that does not exist is skipped
+        assert svc.reads.flush() >= 1
+        with svc.db.read() as repo:
+            reads = repo.conn.execute(sa.select(file_reads.c.file_id)).scalars().all()
+        assert len(reads) == 2  # core.md (shown whole by context) and due.md
+        svc.delete_store(OWNER, STORE)
+    finally:
+        svc.close()
