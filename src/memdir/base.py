@@ -44,14 +44,20 @@ from memdir.core.limits import (
 )
 from memdir.core.model import CommitResult, Operation, OpResult, Principal, Provenance
 from memdir.core.policy import Decision, Policy
+from memdir.reads import ReadLog
 from memdir.rows import utcnow
 from memdir.screening import Screen, Screened, screen_operations
 from memdir.storage.database import Database
+from memdir.storage.meta import expired_paths
 from memdir.storage.repository import Repository, Row
 from memdir.storage.schema import idempotency_keys
 from memdir.writer import CommitWriter
 
-__all__ = ["IN_FLIGHT_SECONDS", "ServiceBase", "unknown_store"]
+__all__ = ["DEFAULT_TASK_EXPIRY_DAYS", "IN_FLIGHT_SECONDS", "ServiceBase", "unknown_store"]
+
+#: Days after its last change a file under /tasks/ expires when it names no ``expires``
+#: (``expires: never`` keeps it); 0 keeps task files forever. Setting ``task_expiry_days``.
+DEFAULT_TASK_EXPIRY_DAYS = 30
 
 T = TypeVar("T")
 
@@ -85,8 +91,11 @@ class ServiceBase:
         max_commit_operations: int = DEFAULT_MAX_COMMIT_OPERATIONS,
         max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES,
         screen: Screen | None = None,
+        task_expiry_days: int = DEFAULT_TASK_EXPIRY_DAYS,
     ) -> None:
         self.db = database
+        self.task_expiry_days = task_expiry_days
+        self.reads = ReadLog(database)
         self.max_file_bytes = max_file_bytes
         self.max_commit_operations = max_commit_operations
         self.max_transcript_bytes = max_transcript_bytes
@@ -96,6 +105,30 @@ class ServiceBase:
 
             screen = default_screen
         self._screen = screen
+
+    def close(self) -> None:
+        """Flush pending read times and close the database."""
+        self.reads.flush()
+        self.db.close()
+
+    # --- expiry: the one decision (docs/context.md) -----------------------------------------
+
+    def _expired(
+        self, repo: Repository, store_id: int, access: Access, now: dt.datetime | None = None
+    ) -> dict[str, dt.datetime]:
+        """Paths in the caller's readable ranges that are expired at ``now``, with when: their
+        ``expires`` has come, or they lie under /tasks/, name no ``expires`` and were last
+        changed more than ``task_expiry_days`` ago. Listings, search, grep and context leave
+        them out unless asked (:meth:`_hidden`); reads by path still serve them."""
+        return expired_paths(
+            repo, store_id, now or utcnow(), self.task_expiry_days, access.read_prefixes()
+        )
+
+    def _hidden(
+        self, repo: Repository, store_id: int, access: Access, include_expired: bool
+    ) -> dict[str, dt.datetime]:
+        """The paths a listing leaves out: the expired ones, unless ``include_expired``."""
+        return {} if include_expired else self._expired(repo, store_id, access)
 
     def _access(self, repo: Repository, store_id: int, principal: Principal) -> Access:
         """The principal's rights in a store (the owner skips loading the policy)."""
@@ -246,6 +279,7 @@ class ServiceBase:
                 writer = CommitWriter(
                     repo, row.id, commit_id, revision, now, self.max_file_bytes, access
                 )
+                writer.source_kind = provenance.source_kind
                 results = tuple(apply(writer))
                 if not results:
                     raise NoChange(

@@ -21,7 +21,15 @@ from memdir.core.errors import Forbidden, NotFound
 from memdir.core.model import CommitResult, OpResult, Principal, Provenance, Write
 from memdir.core.paths import validate_path
 from memdir.core.policy import DEFAULT_POLICY_YAML, POLICY_PATH, Decision, parse_policy
-from memdir.storage.schema import blobs, files, heads, proposals, versions
+from memdir.storage.schema import (
+    blobs,
+    file_meta,
+    file_reads,
+    files,
+    heads,
+    proposals,
+    versions,
+)
 from memdir.writer import CommitWriter
 
 __all__ = ["GovernanceMixin"]
@@ -121,6 +129,8 @@ class GovernanceMixin(ServiceBase):
                 sa.delete(versions).where(versions.c.file_id.in_(file_ids))
             ).rowcount
             conn.execute(sa.delete(heads).where(heads.c.file_id.in_(file_ids)))
+            for table in (file_meta, file_reads):
+                conn.execute(sa.delete(table).where(table.c.file_id.in_(file_ids)))
             conn.execute(sa.delete(files).where(files.c.id.in_(file_ids)))
             for sha in shas - {None}:
                 still_used = conn.execute(

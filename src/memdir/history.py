@@ -470,8 +470,10 @@ class HistoryMixin(ServiceBase):
         ignore_case: bool = False,
         context: int = 0,
         limit: int = 1000,
+        include_expired: bool = False,
     ) -> list[GrepMatch]:
-        """Lines of current content matching a regular expression, in path order."""
+        """Lines of current content matching a regular expression, in path order (expired
+        files left out unless ``include_expired``)."""
         check_int("limit", limit, minimum=1)
         check_int("context", context)
         directory = normalize_prefix(prefix)
@@ -487,10 +489,13 @@ class HistoryMixin(ServiceBase):
             candidates = repo.grep_candidates(
                 row.id, directory, literals, ignore_case, access.read_prefixes()
             )
+            hidden = self._hidden(repo, row.id, access, include_expired)
             for head in candidates:
                 # The access check comes before any pattern work, and every line is
                 # searched: a whole-content pre-check must not miss line-anchored patterns.
-                if not access.can_read(head.path) or not compiled.may_match(head.content):
+                if not access.can_read(head.path) or head.path in hidden:
+                    continue
+                if not compiled.may_match(head.content):
                     continue
                 matches.extend(_grep_file(head.path, head.content, compiled, context))
                 if len(matches) >= limit:

@@ -45,7 +45,7 @@ def create_server_app(settings: Settings) -> FastAPI:
             async with rest_lifespan(application), mcp_app.running():
                 yield
         finally:
-            service.db.close()
+            service.close()
 
     app.router.lifespan_context = lifespan
     return app

@@ -12,13 +12,14 @@ consistent state and either all apply or none does.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import asdict
 from typing import Any
 
 from memdir.access import STORES, Access, database_check, missing
 from memdir.backtests import BacktestsMixin
 from memdir.base import unknown_store
+from memdir.context import ContextMixin
 from memdir.core.edits import line_slice
 from memdir.core.errors import Conflict, NotFound, Proposed
 from memdir.core.globs import compile_glob, literal_prefix
@@ -67,6 +68,7 @@ class _NeedsReview(Exception):
 
 class MemoryService(
     BacktestsMixin,
+    ContextMixin,
     DreamsMixin,
     HistoryMixin,
     ProposalsMixin,
@@ -353,6 +355,9 @@ class MemoryService(
                 row = self._store_row(repo, store)
                 access = self._access(repo, row.id, principal)
                 found = self._read(repo, row.id, access, path, version)
+        expired = self.expired_at(found.path, found.content, found.updated_at)
+        if expired is not None:
+            found = FileView(**{**asdict(found), "expired_at": expired})
         if lines is not None:
             content = line_slice(found.content, lines[0], lines[1])
             found = FileView(**{**asdict(found), "content": content})
@@ -373,6 +378,7 @@ class MemoryService(
             Access(principal, policy).require_read(path)
         if row[3] is None:
             raise missing(path)
+        self.reads.record(store_id, (row[4],))
         decode = self.db.dialect.decode_time
         return FileView(
             path=row[3],
@@ -401,11 +407,19 @@ class MemoryService(
                     yield view(head, head.content)
 
     def ls(
-        self, principal: Principal, store: str, prefix: str = "/", *, depth: int | None = 1
+        self,
+        principal: Principal,
+        store: str,
+        prefix: str = "/",
+        *,
+        depth: int | None = 1,
+        include_expired: bool = False,
     ) -> list[Entry]:
         """The readable tree under ``prefix``: files, and directories with their file count.
 
-        ``depth`` 1 lists the immediate children; None lists every file recursively.
+        ``depth`` 1 lists the immediate children; None lists every file recursively. Expired
+        files are left out (and not counted) unless ``include_expired``; naming one as the
+        prefix lists it.
         """
         directory = normalize_prefix(prefix)
         with self.db.read() as repo:
@@ -416,10 +430,11 @@ class MemoryService(
                 if single is not None and access.can_read(directory):
                     return [entry(single)]
             prefixes = access.read_prefixes()
+            hidden = self._hidden(repo, row.id, access, include_expired)
             readable = (
                 h
                 for h in repo.heads_under(row.id, directory, prefixes=prefixes)
-                if access.can_read(h.path)
+                if access.can_read(h.path) and h.path not in hidden
             )
             entries = self._tree(readable, directory, depth)
         if not entries and directory != "/":
@@ -441,11 +456,14 @@ class MemoryService(
         out.extend(Entry(path=p, kind="dir", files=n) for p, n in dirs.items())
         return sorted(out, key=lambda e: e.path)
 
-    def glob(self, principal: Principal, store: str, pattern: str) -> list[str]:
+    def glob(
+        self, principal: Principal, store: str, pattern: str, *, include_expired: bool = False
+    ) -> list[str]:
         """Readable live files matching a glob (``*``, ``?``, ``[...]``, ``**`` for any depth).
 
         Only readable paths reach the pattern (the access check runs first), and the scan
         covers only the key ranges the caller may read; the matcher is linear in the path.
+        Expired files are left out unless ``include_expired``.
         """
         matcher = compile_glob(pattern)
         start = literal_prefix(pattern)
@@ -453,14 +471,22 @@ class MemoryService(
             row = self._store_row(repo, store)
             access = self._access(repo, row.id, principal)
             prefixes = access.read_prefixes()
+            hidden = self._hidden(repo, row.id, access, include_expired)
             return [
                 h.path
                 for h in repo.heads_under(row.id, start, prefixes=prefixes)
-                if access.can_read(h.path) and matcher.match(h.path)
+                if access.can_read(h.path) and h.path not in hidden and matcher.match(h.path)
             ]
 
     def search(
-        self, principal: Principal, store: str, query: str, *, prefix: str = "/", limit: int = 10
+        self,
+        principal: Principal,
+        store: str,
+        query: str,
+        *,
+        prefix: str = "/",
+        limit: int = 10,
+        include_expired: bool = False,
     ) -> list[SearchHit]:
         """Ranked full-text search over readable current content (any-term, stemmed).
 
@@ -470,6 +496,8 @@ class MemoryService(
         A caller that may read every file of the store (:meth:`Access.reads_everything`, and
         every file under ``/.memdir/`` the store holds) is ranked by the index itself (SQLite:
         FTS5's ``bm25()``), whose statistics then span only files it may read.
+        Expired files are dropped the same way unless ``include_expired``. Records a read of
+        each hit (:mod:`memdir.reads`).
         """
         from memdir.search.query import parse_query
 
@@ -485,15 +513,25 @@ class MemoryService(
                 access.reads_everything()
                 and all(access.can_read(h.path) for h in repo.heads_under(row.id, RESERVED_PREFIX))
             )
-            rows = repo.search(
-                row.id,
-                parsed,
-                directory,
-                limit,
-                None if whole else access.can_read,
-                None if whole else access.read_prefixes(),
-            )
+            hidden = self._hidden(repo, row.id, access, include_expired)
+            readable: Callable[[str], bool] | None = None if whole else access.can_read
+            if hidden:  # expired files: filtered, so ranked over the rest like any caller's
+                readable = _without(readable, hidden)
+            prefixes = None if whole else access.read_prefixes()
+            rows = repo.search(row.id, parsed, directory, limit, readable, prefixes)
+            if rows:
+                self._record_hits(repo, row.id, [path for path, *_ in rows])
         return [
             SearchHit(path=path, rank=index + 1, snippet=snippet, sha256=sha, version=version)
             for index, (path, snippet, sha, version) in enumerate(rows)
         ]
+
+
+def _without(
+    readable: Callable[[str], bool] | None, hidden: Mapping[str, object]
+) -> Callable[[str], bool]:
+    """``readable`` (None: everything) less the ``hidden`` paths."""
+    if readable is None:
+        return lambda path: path not in hidden
+    check = readable
+    return lambda path: path not in hidden and check(path)

@@ -40,6 +40,7 @@ ENV_VARS = {
     "MEMDIR_MAX_COMMIT_OPERATIONS": "max_commit_operations",
     "MEMDIR_MAX_REQUEST_BYTES": "max_request_bytes",
     "MEMDIR_MAX_TRANSCRIPT_BYTES": "max_transcript_bytes",
+    "MEMDIR_TASK_EXPIRY_DAYS": "task_expiry_days",
 }
 #: Settings that are positive whole numbers.
 _COUNTS = (
@@ -57,6 +58,7 @@ class ServiceLimits(TypedDict):
     max_file_bytes: int
     max_commit_operations: int
     max_transcript_bytes: int
+    task_expiry_days: int
 
 
 @dataclass(frozen=True, repr=False)
@@ -76,6 +78,9 @@ class Settings:
     ``max_file_bytes`` + 64 KiB if larger; see :attr:`request_limit`); transcript uploads
     have their own limit.
     ``max_transcript_bytes``: the largest transcript upload or imported file, in bytes.
+    ``task_expiry_days``: files under ``/tasks/`` that name no ``expires`` expire this many
+    days after their last change (hidden from context, search, grep and listings, never
+    deleted); 0 keeps them. See docs/context.md.
     """
 
     db: str = DEFAULT_DB
@@ -87,6 +92,7 @@ class Settings:
     max_commit_operations: int = DEFAULT_MAX_COMMIT_OPERATIONS
     max_request_bytes: int | None = None
     max_transcript_bytes: int = DEFAULT_MAX_TRANSCRIPT_BYTES
+    task_expiry_days: int = 30
 
     @property
     def request_limit(self) -> int:
@@ -101,6 +107,7 @@ class Settings:
             "max_file_bytes": self.max_file_bytes,
             "max_commit_operations": self.max_commit_operations,
             "max_transcript_bytes": self.max_transcript_bytes,
+            "task_expiry_days": self.task_expiry_days,
         }
 
     def __repr__(self) -> str:  # keep the token out of logs and tracebacks
@@ -181,6 +188,16 @@ def _coerce(values: Mapping[str, Any], source: str) -> dict[str, Any]:
                 ) from None
             if value < 1:
                 raise InvalidInput(f"{key} in {source} must be positive")
+        if key == "task_expiry_days":
+            try:
+                value = int(value)
+            except (TypeError, ValueError):
+                raise InvalidInput(
+                    f"task_expiry_days in {source} must be a whole number of days (0: never), "
+                    f"received {value!r}"
+                ) from None
+            if value < 0:
+                raise InvalidInput(f"task_expiry_days in {source} must be 0 or more")
         if key == "sqlite_synchronous":
             from memdir.storage.sqlite import SYNCHRONOUS
 

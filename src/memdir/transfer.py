@@ -10,6 +10,7 @@ and applies the whole directory as one commit: it lands completely or not at all
 from __future__ import annotations
 
 import os
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,7 +20,7 @@ from memdir.core.model import Operation, Principal, Provenance, Write
 from memdir.core.paths import normalize_prefix, validate_path
 from memdir.service import MemoryService
 
-__all__ = ["ImportReport", "export_tree", "import_tree"]
+__all__ = ["ImportReport", "export_tree", "import_files", "import_tree"]
 
 
 def export_tree(
@@ -88,15 +89,34 @@ def import_tree(
     the whole import). Identical files are left alone.
     """
     prefix = normalize_prefix(prefix)
+    files = [
+        (path, decode_content(file.read_bytes(), source=str(file)))
+        for path, file in _scan(source, prefix)
+    ]
+    return import_files(svc, principal, store, files, overwrite=overwrite, provenance=provenance)
+
+
+def import_files(
+    svc: MemoryService,
+    principal: Principal,
+    store: str,
+    files: Sequence[tuple[str, str]],
+    *,
+    overwrite: bool = False,
+    provenance: Provenance | None = None,
+) -> ImportReport:
+    """Import ``(store path, content)`` pairs as one commit, as :func:`import_tree` does."""
     operations: list[Operation] = []
     created = updated = unchanged = 0
     clashes: list[str] = []
-    current = {v.path: v.sha256 for v in svc.iter_files(principal, store, prefix)}
+    common = os.path.commonpath([path for path, _ in files]) if files else "/"
+    if any(path == common for path, _ in files):  # one file: its directory
+        common = common.rsplit("/", 1)[0] or "/"
+    current = {v.path: v.sha256 for v in svc.iter_files(principal, store, common)}
     from memdir.core.content import check_content, sha256_hex
 
-    for path, file in _scan(source, prefix):
+    for path, content in files:
         validate_path(path)
-        content = decode_content(file.read_bytes(), source=str(file))
         check_content(content, svc.max_file_bytes)
         sha = sha256_hex(content)
         existing = current.get(path)

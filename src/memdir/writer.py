@@ -35,7 +35,7 @@ from memdir.access import missing
 from memdir.core.content import check_content, sha256_hex
 from memdir.core.edits import apply_insert, apply_str_replace, check_precondition
 from memdir.core.errors import Conflict, NoChange, PathConflict, PreconditionFailed
-from memdir.core.frontmatter import parse_frontmatter
+from memdir.core.frontmatter import describe, parse_frontmatter
 from memdir.core.model import (
     Delete,
     Insert,
@@ -47,6 +47,7 @@ from memdir.core.model import (
 )
 from memdir.core.paths import ancestors, validate_path
 from memdir.core.policy import POLICY_PATH, parse_policy
+from memdir.storage.meta import delete_meta, put_meta
 from memdir.storage.repository import Repository, Row
 
 if TYPE_CHECKING:
@@ -80,6 +81,8 @@ class CommitWriter:
     pending: list[dict[str, Any]] = field(default_factory=list)
     #: the newest version number given to each file in this commit
     last_number: dict[int, int] = field(default_factory=dict)
+    #: the commit's provenance source kind, kept in ``file_meta`` beside the writer
+    source_kind: str | None = None
 
     def latest_number(self, file_id: int) -> int:
         """A file's newest version number, counting versions this commit has not written yet."""
@@ -242,6 +245,7 @@ class CommitWriter:
             **self._head_values(number, sha, size),
         )
         self.repo.index_file(file_id, path, content, store_id=self.store_id, new=True)
+        self._describe(file_id, path, content)
         return self._version(file_id, number, "created", path, sha, size, op)
 
     def modify(self, head: Row, content: str, op: str) -> OpResult:
@@ -263,6 +267,7 @@ class CommitWriter:
         if not self.repo.cas_update_head(self.store_id, head.path, head.sha256, **values):
             raise self._lost_race(head.path)
         self.repo.index_file(head.file_id, head.path, content, store_id=self.store_id)
+        self._describe(head.file_id, head.path, content)
         return self._version(head.file_id, number, "modified", head.path, sha, size, op)
 
     def delete(self, head: Row, op: str) -> OpResult:
@@ -270,6 +275,7 @@ class CommitWriter:
         if not self.repo.delete_head(self.store_id, head.path, head.sha256):
             raise self._lost_race(head.path)
         self.repo.unindex_file(head.file_id, store_id=self.store_id)
+        delete_meta(self.repo, head.file_id)
         return self._version(head.file_id, head.version + 1, "deleted", head.path, None, 0, op)
 
     def move(self, head: Row, new_path: str, op: str) -> OpResult:
@@ -300,7 +306,9 @@ class CommitWriter:
             file_id=head.file_id,
             **self._head_values(number, head.sha256, head.size),
         )
-        self.repo.index_file(head.file_id, new_path, self._content(head), store_id=self.store_id)
+        content = self._content(head)
+        self.repo.index_file(head.file_id, new_path, content, store_id=self.store_id)
+        self._describe(head.file_id, new_path, content)
         return self._version(
             head.file_id,
             number,
@@ -311,6 +319,12 @@ class CommitWriter:
             op,
             old_path=head.path,
         )
+
+    def _describe(self, file_id: int, path: str, content: str) -> None:
+        """The file's ``file_meta`` row for its new version (durations count from now)."""
+        described = describe(path, content, self.now)
+        put_meta(self.repo, self.store_id, file_id, described, self.access.principal.id,
+                 self.source_kind)  # fmt: skip
 
     def _lost_race(self, path: str) -> PreconditionFailed:
         current = self.repo.head(self.store_id, path)

@@ -39,6 +39,7 @@ from memdir.api.routes import (
     admin,
     browse,
     changes,
+    context,
     dreams,
     files,
     history,
@@ -86,7 +87,8 @@ def create_app(
         database = Database(settings.db, pool_size=settings.pool_size)
         service = MemoryService(database, **settings.service_limits())
     routers = [
-        m.router for m in (files, browse, history, review, changes, transcripts, dreams, admin)
+        m.router
+        for m in (files, browse, context, history, review, changes, transcripts, dreams, admin)
     ]
     tokens = TokenCache(api_settings.token_cache_seconds)
     state = AppState(service, Metrics(), tokens, owns, methods_by_route(routers))
@@ -95,7 +97,7 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         yield
         if state.owns_service:
-            state.service.db.close()
+            state.service.close()
 
     app = FastAPI(
         title="memdir",

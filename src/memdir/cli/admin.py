@@ -105,20 +105,66 @@ def export(app: App, directory: Path, prefix: str) -> None:
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--prefix", default="/", help="Put the files under this directory.")
 @click.option("--overwrite", is_flag=True, help="Replace files that exist with other content.")
+@click.option(
+    "--claude-md", is_flag=True,
+    help="DIRECTORY is a Claude Code project: import its CLAUDE.md files, .claude/rules and "
+    ".claude/skills as /projects/<project>/ memory (docs/context.md).",
+)  # fmt: skip
+@click.option("--project", help="With --claude-md: the project (default: DIRECTORY's name).")
+@click.option("--user", help="With --claude-md: the user personal and user memory belong to.")
+@click.option(
+    "--user-dir", type=click.Path(file_okay=False, path_type=Path),
+    help="With --claude-md: the user's ~/.claude, imported under /users/<user>/.",
+)  # fmt: skip
+@click.option(
+    "--include-personal", is_flag=True,
+    help="With --claude-md: also CLAUDE.local.md and .claude/settings*.json (to /users/<user>/).",
+)  # fmt: skip
 @provenance_options
-def import_(app: App, directory: Path, prefix: str, overwrite: bool, **prov: Any) -> None:
+def import_(
+    app: App,
+    directory: Path,
+    prefix: str,
+    overwrite: bool,
+    claude_md: bool,
+    project: str | None,
+    user: str | None,
+    user_dir: Path | None,
+    include_personal: bool,
+    **prov: Any,
+) -> None:
     """Import a directory of files as one commit (all or nothing)."""
-    from memdir.transfer import import_tree
+    from memdir.transfer import import_files, import_tree
 
     provenance = make_provenance(prov)
     if provenance.source_kind is None:
         from dataclasses import replace
 
         provenance = replace(provenance, source_kind="import")
-    report = import_tree(
-        app.service(), app.principal, app.store, directory, prefix=prefix,
-        overwrite=overwrite, provenance=provenance,
-    )  # fmt: skip
+    if claude_md:
+        from memdir.claude_md import collect_claude_md
+
+        if prefix != "/":
+            raise InvalidInput(
+                "--claude-md places files under /projects/ and /users/; drop --prefix"
+            )
+        files = collect_claude_md(
+            directory, project=project, user=user, user_dir=user_dir,
+            include_personal=include_personal,
+        )  # fmt: skip
+        report = import_files(
+            app.service(), app.principal, app.store, files, overwrite=overwrite,
+            provenance=provenance,
+        )  # fmt: skip
+    else:
+        if project or user or user_dir or include_personal:
+            raise InvalidInput(
+                "--project, --user, --user-dir and --include-personal go with --claude-md"
+            )
+        report = import_tree(
+            app.service(), app.principal, app.store, directory, prefix=prefix,
+            overwrite=overwrite, provenance=provenance,
+        )  # fmt: skip
     emit(app.as_json, report,
          f"imported {directory}: {report.created} created, {report.updated} updated, "
          f"{report.unchanged} unchanged")  # fmt: skip

@@ -76,7 +76,7 @@ class App:
 
     def close(self) -> None:
         if self._service is not None:
-            self._service.db.close()
+            self._service.close()
 
 
 pass_app = click.make_pass_decorator(App)

@@ -95,6 +95,12 @@ def read(app: App, path: str, version: int | None, lines: str | None, number: bo
 
     span = _parse_lines(lines)
     view = app.service().read(app.principal, app.store, path, version=version, lines=span)
+    if view.expired_at is not None and not app.as_json:
+        click.echo(
+            f"memdir: {view.path} expired {view.expired_at.isoformat()}; it is hidden from "
+            "ls, search and context (see them with --include-expired)",
+            err=True,
+        )
     if app.as_json:
         emit(True, view)
     elif number:

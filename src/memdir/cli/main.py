@@ -61,6 +61,7 @@ def _register() -> None:
     from memdir.cli import (  # noqa: F401  (verbs register on import)
         admin,
         browse,
+        context,
         dream,
         files,
         governance,

@@ -298,7 +298,11 @@ class StoreInfo:
 
 @dataclass(frozen=True)
 class FileView:
-    """One file at one version. ``version`` counts per file, across renames."""
+    """One file at one version. ``version`` counts per file, across renames.
+
+    ``expired_at``: when the file expired (its frontmatter ``expires``, or the task scopes'
+    default lifetime), if it has; an expired file is hidden from listings and search but is
+    still read by path, with this saying so."""
 
     path: str
     content: str
@@ -308,6 +312,7 @@ class FileView:
     file_id: int
     revision: int
     updated_at: dt.datetime
+    expired_at: dt.datetime | None = None
 
 
 @dataclass(frozen=True)

@@ -368,6 +368,22 @@ class CompiledPolicy:
         if path != "/":
             yield from rules.by_prefix.get(path, ())
 
+    def allows(self, principal: Principal, action: str, path: str) -> bool:
+        """``check(principal, action, path).allowed`` without building the decision's reason:
+        the per-row test of listings over thousands of paths (same rules, same order)."""
+        if principal.is_owner:
+            return True
+        reserved = path == RESERVED_PREFIX or path.startswith(RESERVED_PREFIX + "/")
+        needs = "admin" if reserved else action
+        allow = False
+        for compiled in self._candidates(self._rules_for(principal), path):
+            if needs not in compiled.granted or not compiled.regex.match(path):
+                continue
+            if compiled.rule.effect == "deny":
+                return False
+            allow = True
+        return allow
+
     def check(self, principal: Principal, action: str, path: str) -> Decision:
         """May ``principal`` do ``action`` on ``path``? Deny wins; no allow means deny."""
 

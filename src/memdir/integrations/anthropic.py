@@ -159,10 +159,18 @@ def _not_found(path: str) -> ToolError:
 class _Commands:
     """The six commands as scripts of SDK calls, shared by the sync and async tools."""
 
-    def __init__(self, prefix: str, store: str | None, provenance: Provenance | None) -> None:
+    def __init__(
+        self,
+        prefix: str,
+        store: str | None,
+        provenance: Provenance | None,
+        context_budget: int | None = None,
+    ) -> None:
         self.root = normalize_prefix(prefix)
         self.store = store
         self.provenance = provenance
+        #: with a budget, the first view of /memories starts with the principal's context
+        self.context_budget = context_budget
 
     def resolve(self, path: str) -> str:
         """The store path of a tool path; ToolError outside ``/memories`` (reference wording)."""
@@ -223,7 +231,12 @@ class _Commands:
         if not entries and target != self.root:
             raise _not_found(command.path)
         base = len(target) + 1 if target != "/" else 1
-        return _directory_view(command.path, [(e.path[base:], e.size) for e in entries])
+        listing = _directory_view(command.path, [(e.path[base:], e.size) for e in entries])
+        if self.context_budget is not None and target == self.root:
+            budget, self.context_budget = self.context_budget, None  # the first view only
+            context: str = yield _Do("context", (), {"budget": budget, "store": self.store})
+            return context + "\n" + listing
+        return listing
 
     def create(self, command: BetaMemoryTool20250818CreateCommand) -> _Script:
         target = self.resolve(command.path)
@@ -360,7 +373,10 @@ class MemoryTool(BetaAbstractMemoryTool):
     ``store``: the store (default: the client's). ``provenance``: session, reason and source
     kind recorded with every change (the actor is always the client's principal).
     ``as_owner``: accept an in-process client acting as the database owner (refused by
-    default: the model would administer the database).
+    default: the model would administer the database). ``context_budget``: the first view of
+    ``/memories`` starts with the principal's context in that many tokens (docs/context.md:
+    core files whole, then an index of every readable file, named by store path); None (the
+    default) keeps the reference tool's answers exactly.
     """
 
     def __init__(
@@ -372,11 +388,12 @@ class MemoryTool(BetaAbstractMemoryTool):
         provenance: Provenance | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
         as_owner: bool = False,
+        context_budget: int | None = None,
     ) -> None:
         super().__init__(cache_control=cache_control)
         _refuse_owner(client, as_owner)
         self.client = client
-        self._commands = _Commands(prefix, store, provenance)
+        self._commands = _Commands(prefix, store, provenance, context_budget)
 
     @property
     def prefix(self) -> str:
@@ -432,11 +449,12 @@ class AsyncMemoryTool(BetaAsyncAbstractMemoryTool):
         provenance: Provenance | None = None,
         cache_control: BetaCacheControlEphemeralParam | None = None,
         as_owner: bool = False,
+        context_budget: int | None = None,
     ) -> None:
         super().__init__(cache_control=cache_control)
         _refuse_owner(client, as_owner)
         self.client = client
-        self._commands = _Commands(prefix, store, provenance)
+        self._commands = _Commands(prefix, store, provenance, context_budget)
 
     @property
     def prefix(self) -> str:

@@ -14,7 +14,8 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp_types import CallToolResult, InputRequiredResult, ToolAnnotations
 from pydantic import ValidationError
 
-from memdir.core.errors import InvalidInput
+from memdir.core.context import DEFAULT_BUDGET
+from memdir.core.errors import InvalidInput, MemdirError
 from memdir.mcp.namespace import Namespace
 from memdir.mcp.tools import MemoryTools, PrincipalForRequest, error_result
 from memdir.service import MemoryService
@@ -23,8 +24,9 @@ __all__ = ["INSTRUCTIONS", "TOOLS", "ToolSpec", "build_server"]
 
 INSTRUCTIONS = """\
 memdir is shared, versioned memory: a tree of markdown files that you, other agents and people
-read and edit. Check memory before you start a task: `view /` (or your project's directory)
-and `search` for the topic; it holds conventions, commands, known failures and decisions.
+read and edit. Check memory before you start a task: `view /` (it starts with your context:
+core memory in full and an index of what you may read) and `search` for the topic; memory
+holds conventions, commands, known failures and decisions.
 Record what the next session needs to know, where it belongs (/projects/<project>/ for project
 knowledge, /agents/<you>/ for your own notes). Prefer small edits (`str_replace`, `insert`)
 over rewriting files; rewrite a whole file only with `create` and `if_match`. Memory you may
@@ -200,4 +202,60 @@ def build_server(
             ),
             structured_output=False,
         )
+    if tools.ns.root == "/":
+        _add_context(server, tools)
     return server
+
+
+CONTEXT_DESCRIPTION = (
+    "The memory to start a task with: core files in full, skills, then an index of the other "
+    "files you may read by scope (task, agent, user, project, org), cut to a token budget with "
+    "a closing line saying what was left out; view a listed path to read it whole."
+)
+
+
+def _budget(value: str | None) -> int:
+    if not value:
+        return DEFAULT_BUDGET
+    if not value.isdigit():
+        raise ToolError(f"budget must be a whole number of tokens, received {value!r}")
+    return int(value)
+
+
+def _add_context(server: MCPServer, tools: MemoryTools) -> None:
+    """The context as a prompt (``context``) and as resources (``memdir://context``, and per
+    project or task); a view of ``/`` starts with it too (see MemoryTools.view)."""
+
+    def text(ctx: Context[Any, Any], **options: Any) -> str:
+        try:
+            return tools.context_text(tools.principal_for(ctx), **options)
+        except MemdirError as error:
+            raise ToolError(error.message) from error
+
+    @server.prompt(name="context", title="Memory context", description=CONTEXT_DESCRIPTION)
+    def context_prompt(
+        ctx: Context[Any, Any],
+        project: str | None = None,
+        task: str | None = None,
+        query: str | None = None,
+        budget: str | None = None,
+    ) -> str:
+        return text(ctx, project=project, task=task, query=query, budget=_budget(budget))
+
+    # Context reaches only template resources, so the plain one takes an optional budget.
+    @server.resource("memdir://context{?budget}", name="context", title="Memory context",
+                     description=CONTEXT_DESCRIPTION, mime_type="text/markdown")  # fmt: skip
+    def context_resource(ctx: Context[Any, Any], budget: str = "") -> str:
+        return text(ctx, budget=_budget(budget))
+
+    @server.resource("memdir://context/project/{project}", name="project-context",
+                     title="Memory context for a project", description=CONTEXT_DESCRIPTION,
+                     mime_type="text/markdown")  # fmt: skip
+    def project_resource(project: str, ctx: Context[Any, Any]) -> str:
+        return text(ctx, project=project)
+
+    @server.resource("memdir://context/task/{task}", name="task-context",
+                     title="Memory context for a task", description=CONTEXT_DESCRIPTION,
+                     mime_type="text/markdown")  # fmt: skip
+    def task_resource(task: str, ctx: Context[Any, Any]) -> str:
+        return text(ctx, task=task)

@@ -24,6 +24,7 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
+from memdir.core.context import DEFAULT_BUDGET
 from memdir.core.errors import (
     SURFACE_WORDS,
     EditConflict,
@@ -187,6 +188,21 @@ class MemoryTools:
         """The error is about ``store_path`` itself (not, say, an unknown store)."""
         return error.details.get("path") == store_path
 
+    def context_text(
+        self,
+        principal: Principal,
+        *,
+        project: str | None = None,
+        task: str | None = None,
+        query: str | None = None,
+        budget: int = DEFAULT_BUDGET,
+    ) -> str:
+        """The principal's context (docs/context.md) as markdown."""
+        assembled = self.service.context(
+            principal, self.store, project=project, task=task, query=query, budget=budget
+        )
+        return assembled.markdown
+
     # --- the memory-tool commands ---------------------------------------------------------
 
     def view(
@@ -222,7 +238,12 @@ class MemoryTools:
             if not files and not self.ns.is_root(target):
                 raise Refusal(render.not_found(path))
             base = len(target.store_path.rstrip("/")) + 1
-            return render.directory_view(path, [(p[base:], size) for p, size in files])
+            listing = render.directory_view(path, [(p[base:], size) for p, size in files])
+            if path == "/" and self.ns.root == "/":
+                # The first view the instructions ask for: it starts with the context
+                # (/memories keeps the reference tool's listing exactly).
+                return self.context_text(principal) + "\n" + listing
+            return listing
 
         return self._call(ctx, path, run)
 

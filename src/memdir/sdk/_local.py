@@ -84,7 +84,7 @@ class LocalApp:
         )
 
     def close(self) -> None:
-        self.service.db.close()
+        self.service.close()
 
 
 def open_local(

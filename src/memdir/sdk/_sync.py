@@ -10,7 +10,7 @@ import httpx2
 
 from memdir.core.errors import MemdirError
 from memdir.core.model import ChangeEvent, Provenance
-from memdir.sdk import _dreams
+from memdir.sdk import _context, _dreams
 from memdir.sdk._base import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, _BaseClient
 from memdir.sdk._local import SyncASGITransport
 from memdir.sdk._wire import (
@@ -183,6 +183,9 @@ class Client(_BaseClient):
     dream_quality = _blocking(_dreams._dream_quality)
     resume_dream = _blocking(_dreams._resume_dream)
     revert_dream_run = _blocking(_dreams._revert_dream_run)
+    context = _blocking(_context._context)
+    context_data = _blocking(_context._context_data)
+    stale = _blocking(_context._stale)
 
     def follow(
         self, after: int = 0, *, wait: float = 30.0, store: str | None = None

@@ -23,7 +23,17 @@ from memdir.core.paths import descendant_range
 from memdir.core.ranges import PathRange, readable_ranges
 from memdir.search.query import Query
 from memdir.storage.database import Dialect
-from memdir.storage.schema import blobs, commits, files, heads, proposals, stores, versions
+from memdir.storage.schema import (
+    blobs,
+    commits,
+    file_meta,
+    file_reads,
+    files,
+    heads,
+    proposals,
+    stores,
+    versions,
+)
 
 __all__ = ["HeadRow", "Repository", "StoreRow"]
 
@@ -134,7 +144,7 @@ class Repository:
 
     def delete_store(self, store_id: int) -> None:
         self.dialect.drop_index(self.conn, store_id)
-        for table in (heads, versions, commits, blobs, files, proposals):
+        for table in (file_meta, file_reads, heads, versions, commits, blobs, files, proposals):
             self.conn.execute(sa.delete(table).where(table.c.store_id == store_id))
         self.conn.execute(sa.delete(stores).where(stores.c.id == store_id))
 

@@ -31,6 +31,8 @@ __all__ = [
     "blobs",
     "commits",
     "dream_runs",
+    "file_meta",
+    "file_reads",
     "files",
     "heads",
     "idempotency_keys",
@@ -45,7 +47,7 @@ __all__ = [
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0007"
+HEAD_REVISION = "0008"
 
 metadata = sa.MetaData(
     naming_convention={
@@ -98,6 +100,42 @@ heads = sa.Table(
     sa.Column("size", sa.Integer, nullable=False),
     sa.Column("revision", sa.BigInteger, nullable=False),
     sa.Column("updated_at", Time, nullable=False),
+)
+
+# --- context metadata (migration 0008) -------------------------------------------------------
+# ``file_meta``: what context assembly, expiry and the stale report need of a live file without
+# reading its content, derived from the current version when it is written (one row per file,
+# by its stable id): ``summary`` (frontmatter description, else the first heading), a skill's
+# ``name``, ``core``, ``expires_at`` / ``review_after`` resolved to moments (durations counted
+# from the version's time), ``no_expiry`` (``expires: never``), the ``verify`` hint, and the
+# version's writer (``actor``) and provenance ``source_kind``.
+# ``file_reads``: the last time the file was read (by path, in context or in search results),
+# flushed in batches by :class:`memdir.reads.ReadLog`; never a version.
+file_meta = sa.Table(
+    "file_meta",
+    metadata,
+    sa.Column("file_id", sa.BigInteger, sa.ForeignKey("files.id"), primary_key=True),
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), nullable=False),
+    sa.Column("summary", sa.Text, nullable=True),
+    sa.Column("name", sa.Text, nullable=True),
+    sa.Column("core", sa.Boolean, nullable=False),
+    sa.Column("skill", sa.Boolean, nullable=False),
+    sa.Column("expires_at", Time, nullable=True),
+    sa.Column("no_expiry", sa.Boolean, nullable=False),
+    sa.Column("review_after", Time, nullable=True),
+    sa.Column("verify", sa.Text, nullable=True),
+    sa.Column("actor", sa.String(200), nullable=True),
+    sa.Column("source_kind", sa.String(32), nullable=True),
+    sa.Index(None, "store_id", "expires_at"),
+)
+
+file_reads = sa.Table(
+    "file_reads",
+    metadata,
+    sa.Column("file_id", sa.BigInteger, sa.ForeignKey("files.id"), primary_key=True),
+    sa.Column("store_id", sa.Integer, sa.ForeignKey("stores.id"), nullable=False),
+    sa.Column("read_at", Time, nullable=False),
+    sa.Index(None, "store_id"),
 )
 
 commits = sa.Table(

@@ -41,7 +41,7 @@ from memdir.core.errors import (
     Unauthenticated,
 )
 from memdir.service import MemoryService
-from memdir.web import browse, review, runs
+from memdir.web import browse, review, runs, stale
 from memdir.web.page import WebState, form_value, page, templates, viewer
 from memdir.web.session import (
     SIGN_IN_REASONS,
@@ -186,6 +186,7 @@ def create_web_app(service: MemoryService, *, store: str = "default") -> ASGIApp
             *browse.routes,
             *review.routes,
             *runs.routes,
+            *stale.routes,
         ],
         exception_handlers={SignInRequired: _sign_in_required, MemdirError: _memdir_error},
     )

@@ -27,6 +27,7 @@ __all__ = ["router"]
 router = v1_router("browse")
 
 Prefix = Annotated[str, Query(description="Only under this directory.", max_length=1024)]
+IncludeExpired = Annotated[bool, Query(description="Expired files too (docs/context.md).")]
 
 
 @router.get("/stores/{store}/tree", response_model=Page[Entry], summary="List a directory")
@@ -36,12 +37,16 @@ async def tree(
     prefix: Prefix = "/",
     depth: Annotated[int, Query(ge=1, le=64, description="Levels to list.")] = 1,
     recursive: Annotated[bool, Query(description="Every file under prefix.")] = False,
+    include_expired: IncludeExpired = False,
     cursor: Cursor = None,
     limit: Limit = 100,
 ) -> Response:
     """Files and directories under ``prefix``, in path order; directories carry their file
-    count (readable files only)."""
-    entries = await ctx.call(ctx.service.ls, store, prefix, depth=None if recursive else depth)
+    count (readable files only; expired ones only with ``include_expired``)."""
+    entries = await ctx.call(
+        ctx.service.ls, store, prefix, depth=None if recursive else depth,
+        include_expired=include_expired,
+    )  # fmt: skip
     return render(keyed_page(entries, lambda e: e.path, cursor, limit))
 
 
@@ -50,11 +55,13 @@ async def glob(
     ctx: Ctx,
     store: StoreName,
     pattern: Annotated[str, Query(description="'*' within a segment, '**' across segments.")],
+    include_expired: IncludeExpired = False,
     cursor: Cursor = None,
     limit: Limit = 100,
 ) -> Response:
     """Readable live files whose path matches ``pattern``, in path order."""
-    paths = sorted(await ctx.call(ctx.service.glob, store, pattern))
+    found = await ctx.call(ctx.service.glob, store, pattern, include_expired=include_expired)
+    paths = sorted(found)
     return render(keyed_page(paths, lambda p: p, cursor, limit))
 
 
@@ -72,6 +79,7 @@ async def grep(
     prefix: Prefix = "/",
     ignore_case: bool = False,
     context: Annotated[int, Query(ge=0, le=20, description="Lines around each match.")] = 0,
+    include_expired: IncludeExpired = False,
     cursor: Cursor = None,
     limit: Limit = 100,
 ) -> Response:
@@ -79,7 +87,7 @@ async def grep(
     start = offset_of(cursor)
     matches = await ctx.call(
         ctx.service.grep, store, pattern, prefix=prefix, ignore_case=ignore_case,
-        context=context, limit=start + limit + 1,
+        context=context, limit=start + limit + 1, include_expired=include_expired,
     )  # fmt: skip
     return render(offset_page(matches, start, limit))
 
@@ -90,6 +98,7 @@ async def search(
     store: StoreName,
     q: Annotated[str, Query(description='Words match any term; "phrases" and prefix* work.')],
     prefix: Prefix = "/",
+    include_expired: IncludeExpired = False,
     cursor: Cursor = None,
     limit: Annotated[int, Query(ge=1, le=100)] = 10,
 ) -> Response:
@@ -97,5 +106,8 @@ async def search(
     start = offset_of(cursor)
     if start > 1000:  # deep pages of a ranking are not worth computing
         raise InvalidInput("search pages stop at 1000 results; narrow the query or the prefix")
-    hits = await ctx.call(ctx.service.search, store, q, prefix=prefix, limit=start + limit + 1)
+    hits = await ctx.call(
+        ctx.service.search, store, q, prefix=prefix, limit=start + limit + 1,
+        include_expired=include_expired,
+    )  # fmt: skip
     return render(offset_page(hits, start, limit))

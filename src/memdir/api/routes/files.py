@@ -136,6 +136,8 @@ async def read_file(
     the request, so an HTTP cache never hands one for the other. Either tag names the content
     for ``If-Match`` on a write. ``ETag`` names the file's version even when ``lines``
     selects a part.
+    An expired file (docs/context.md) is still served, with ``X-Memdir-Expired: <time>``
+    (and ``expired_at`` in the JSON).
     """
     view = await ctx.call(
         ctx.service.read, store, _memory_path(path), version=version, lines=_lines(lines)
@@ -148,6 +150,8 @@ async def read_file(
         "X-Memdir-Version": str(view.version),
         "X-Memdir-Revision": str(view.revision),
     }
+    if view.expired_at is not None:  # hidden from listings and search, still read by path
+        headers["X-Memdir-Expired"] = view.expired_at.isoformat()
     if if_none_match is not None and _etag_matches(if_none_match, tag):
         return Response(status_code=304, headers=headers)
     if as_json:
