@@ -42,8 +42,7 @@ class Namespace:
         """The store path a tool path names (a trailing ``/`` is accepted and dropped)."""
         if not isinstance(tool_path, str) or not tool_path.startswith("/"):
             raise InvalidPath(
-                f"Path must start with /, got: {tool_path}; memory paths look like "
-                "/projects/acme/conventions.md",
+                f"Path must start with /, got: {tool_path}; memory paths look like {self.example}",
                 path=str(tool_path),
             )
         alias = self.memories_alias and (tool_path == ALIAS or tool_path.startswith(ALIAS + "/"))
@@ -53,8 +52,7 @@ class Namespace:
         except InvalidPath as error:  # name the path as the caller wrote it
             reason = error.details.get("reason", "it is not a valid path")
             raise InvalidPath(
-                f"invalid path {tool_path!r}: {reason}; memory paths look like "
-                "/projects/acme/conventions.md",
+                f"invalid path {tool_path!r}: {reason}; memory paths look like {self.example}",
                 path=tool_path,
                 reason=reason,
             ) from None
@@ -62,6 +60,12 @@ class Namespace:
             return Resolved(self.root, alias)
         base = "" if self.root == "/" else self.root
         return Resolved(base + relative, alias)
+
+    @property
+    def example(self) -> str:
+        """A path to show in messages: under ``/memories`` when the alias is on, as the
+        memory tool a model was trained on names them."""
+        return f"{ALIAS}/notes.md" if self.memories_alias else "/notes.md"
 
     def is_root(self, resolved: Resolved) -> bool:
         return resolved.store_path == self.root

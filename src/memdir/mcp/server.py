@@ -20,7 +20,7 @@ from memdir.mcp.namespace import Namespace
 from memdir.mcp.tools import MemoryTools, PrincipalForRequest, error_result
 from memdir.service import MemoryService
 
-__all__ = ["INSTRUCTIONS", "TOOLS", "ToolSpec", "build_server"]
+__all__ = ["INSTRUCTIONS", "TOOLS", "ToolSpec", "build_server", "instructions_for"]
 
 INSTRUCTIONS = """\
 memdir is shared, versioned memory: a tree of markdown files that you, other agents and people
@@ -34,6 +34,21 @@ read but not change (organisation memory, /org/) takes proposals: a write there 
 review rather than applied, and `propose` groups several changes with a rationale.
 Paths are absolute, like /projects/acme/conventions.md; /memories/... names the same files.
 """
+
+
+def instructions_for(root: str) -> str:
+    """The server's instructions; under a root other than ``/`` the tools see one part of the
+    store, so the store's layout (``/projects/…``, ``/org/``) is not theirs to name."""
+    if root.rstrip("/") in ("", "/"):
+        return INSTRUCTIONS
+    return (
+        "memdir is shared, versioned memory: a tree of markdown files that you, other agents "
+        "and people read and edit. Check memory before you start a task (`view /memories` and "
+        "`search` for the topic) and record what the next session needs to know. Prefer small "
+        "edits (`str_replace`, `insert`) over rewriting files; rewrite a whole file only with "
+        "`create` and `if_match`. A write you may not make directly is queued for review as a "
+        "proposal. Paths are absolute, like /memories/notes.md (or /notes.md).\n"
+    )
 
 
 @dataclass(frozen=True)
@@ -185,7 +200,7 @@ def build_server(
 
     tools = MemoryTools(service, principal_for_request, store, Namespace(root, memories_alias))
     server: MCPServer = _Server(
-        name, instructions=INSTRUCTIONS, version=__version__, log_level="WARNING"
+        name, instructions=instructions_for(root), version=__version__, log_level="WARNING"
     )
     for spec in TOOLS:
         server.add_tool(
