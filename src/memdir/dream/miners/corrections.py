@@ -5,7 +5,9 @@ A user message is a correction when all of these hold:
 - the agent already acted in the session (an assistant message or a tool call came before it:
   the opening request is a task, not a correction);
 - it is short (at most :data:`MAX_CHARS` characters: long task statements are not);
-- it is not plain thanks or acknowledgement (``thanks``, ``great, that works``, ``no problem``);
+- it is not plain thanks or acknowledgement (``thanks``, ``great, that works``, ``no problem``),
+  nor a closing line — a user simulator's control token (``###STOP###``, ``###TRANSFER###``)
+  or "no, that's all I needed", "that's all, thanks", "nothing else" (:func:`is_simulator_closing`);
 - it is not a question (ends with ``?``) unless it *opens* with a correction (``no, ...``);
 - it matches one of :data:`RULES`: ``no, use X``, ``don't <verb>``, ``stop <verb>ing``,
   ``actually ...``, ``I told you``, ``always <verb>``, ``never <verb>``, ``use X, not Y``,
@@ -34,7 +36,15 @@ from memdir.dream.reduce import source_class
 from memdir.transcripts.common import dumps
 from memdir.transcripts.model import bounded_key
 
-__all__ = ["JOIN", "MAX_CHARS", "RULES", "CorrectionsMiner", "is_correction", "key_terms"]
+__all__ = [
+    "JOIN",
+    "MAX_CHARS",
+    "RULES",
+    "CorrectionsMiner",
+    "is_correction",
+    "is_simulator_closing",
+    "key_terms",
+]
 
 MAX_CHARS: Final = 300
 JOIN: Final = 0.5
@@ -75,10 +85,35 @@ _STOP: Final = frozenset(_STOP_WORDS.split())
 _WORD: Final = re.compile(r"[a-z0-9][a-z0-9._+#/-]*")
 
 
+#: The control tokens a benchmark's user simulator ends or hands off a conversation with
+#: (τ-bench, τ²-bench: ``###STOP###``, ``###TRANSFER###``, ``###OUT-OF-SCOPE###``).
+_CONTROL: Final = re.compile(r"###\s*[A-Z][A-Z_-]*\s*###")
+#: A closing line: "no, that's all (I needed)", "that's all, thanks", "nothing else", ...
+_CLOSING: Final = re.compile(
+    r"^(?:no,?\s+)?(?:that'?s|that is|this is)\s+(?:all|everything|it)\b|"
+    r"^(?:no,?\s+)?nothing (?:else|more)\b|^(?:no,?\s+)?(?:i'?m|i am|we'?re) (?:all )?(?:set|good|done)\b|"
+    r"^no,? thanks?\b|^no,? thank you\b|^(?:ok(?:ay)?,?\s+)?(?:thanks|thank you)\b.*\b(?:bye|goodbye)\b"
+)
+
+
+def is_simulator_closing(text: str) -> bool:
+    """Whether a user turn ends the conversation rather than correcting anything.
+
+    A user simulator's control token (``###STOP###`` and the like) anywhere in the turn, or a
+    closing line ("No, that's all I needed. Thanks!", "that's all, thanks", "nothing else").
+    """
+    if _CONTROL.search(text):
+        return True
+    lowered = " ".join(text.split()).lower().lstrip("\"'*-> ").replace("’", "'")
+    return bool(_CLOSING.match(lowered))
+
+
 def is_correction(text: str) -> bool:
     """Whether a user turn (after the agent acted) corrects the agent, by the rules above."""
     stripped = " ".join(text.split())
     if not stripped or len(stripped) > MAX_CHARS or stripped.startswith(("<", "[")):
+        return False
+    if is_simulator_closing(stripped):
         return False
     lowered = stripped.lower().lstrip("\"'*-> ").replace("’", "'")
     if _ACK.match(lowered):
