@@ -85,6 +85,7 @@ def _meta(text: str | None) -> dict[str, Any]:
         return {}
     return value if isinstance(value, dict) else {}
 
+
 PAGE: Final = 100
 CHECKPOINT_EVERY: Final = 500
 CHECKPOINT_SECONDS: Final = 10.0

@@ -175,6 +175,8 @@ def coverage(
     if contradicting:
         return "contradicted", contradicting
     return "new", []
+
+
 def threshold_reason(
     pattern: Pattern, thresholds: Thresholds, store_miners: frozenset[str] = STORE_MINERS
 ) -> str | None:

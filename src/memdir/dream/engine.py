@@ -140,9 +140,7 @@ class Engine:
             if renames is not None:
                 for old, new in renames():
                     self._reducer.rename(miner.name, old, new)
-        return self._reducer.add_session(
-            session.info, signals, links_of(signals), session=session
-        )
+        return self._reducer.add_session(session.info, signals, links_of(signals), session=session)
 
     def add_signals(self, info: TranscriptInfo, signals: Iterable[Signal]) -> None:
         """More signals about a session already added (e.g. a model's findings)."""

@@ -68,15 +68,15 @@ from memdir.transcripts.model import Event, TranscriptInfo
 __all__ = [
     "COVERAGE",
     "MINER_NAMES",
-    "MemoryText",
-    "TaskSketch",
     "Coverage",
     "Draft",
     "Excerpt",
     "MemoryFile",
+    "MemoryText",
     "Pattern",
     "Session",
     "Signal",
+    "TaskSketch",
     "Thresholds",
 ]
 
@@ -449,8 +449,10 @@ class MemoryText:
 
     def has_phrase(self, phrase: str) -> bool:
         """Whether the text holds ``phrase`` (lowercase it first) as whole tokens."""
-        return bool(phrase) and phrase in self.lower and bool(
-            phrase_pattern(phrase).search(self.lower)
+        return (
+            bool(phrase)
+            and phrase in self.lower
+            and bool(phrase_pattern(phrase).search(self.lower))
         )
 
     def count_phrase(self, phrase: str) -> int:

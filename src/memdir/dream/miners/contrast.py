@@ -18,8 +18,8 @@ Mantel-Haenszel test (stratified 2x2 tables: the task is controlled for, so a fe
 only hard tasks need does not look harmful): the common odds ratio, computed with 0.5 added
 to every cell of each stratum (a prior that keeps a table with an empty cell finite), and the
 Cochran-Mantel-Haenszel chi-square with continuity correction, whose p-values are adjusted
-for the number of features tested (Benjamini-Hochberg: the false discovery rate). A feature is proposed when it is in at least
-``min_sessions`` failed trials of at least ``min_tasks`` tasks, its odds ratio is at least
+for the number of features tested (Benjamini-Hochberg: the false discovery rate). A feature
+is proposed when it is in at least ``min_sessions`` failed trials of at least ``min_tasks`` tasks, its odds ratio is at least
 :data:`MIN_ODDS` and its corrected p-value at most :data:`ALPHA`; otherwise ``judge`` leaves
 it out with the figures.
 
@@ -77,9 +77,7 @@ def _values(prefix: str, value: Any, depth: int, out: list[str]) -> None:
     elif isinstance(value, list) and depth < 2:
         for item in value[:8]:
             _values(prefix, item, depth + 1, out)
-    elif isinstance(value, (str, bool, int)) or (
-        isinstance(value, float) and value.is_integer()
-    ):
+    elif isinstance(value, (str, bool, int)) or (isinstance(value, float) and value.is_integer()):
         text = str(value).lower() if isinstance(value, bool) else str(value)
         masked = normalise_command(text, MAX_VALUE + 1)
         if not masked or len(masked) > MAX_VALUE or masked in ("<num>", "<id>", "<ts>"):
@@ -114,7 +112,11 @@ def features_of(session: Session, rules: FailureRules) -> dict[str, tuple[str, i
 def _ids(value: dict[str, Any]) -> list[str]:
     """The id-like string arguments of a call (``reservation_id``, ``order_id``, ``id``)."""
     return sorted(
-        {str(v) for k, v in value.items() if isinstance(v, str) and (k == "id" or k.endswith("_id"))}
+        {
+            str(v)
+            for k, v in value.items()
+            if isinstance(v, str) and (k == "id" or k.endswith("_id"))
+        }
     )
 
 

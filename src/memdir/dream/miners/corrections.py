@@ -91,8 +91,10 @@ _CONTROL: Final = re.compile(r"###\s*[A-Z][A-Z_-]*\s*###")
 #: A closing line: "no, that's all (I needed)", "that's all, thanks", "nothing else", ...
 _CLOSING: Final = re.compile(
     r"^(?:no,?\s+)?(?:that'?s|that is|this is)\s+(?:all|everything|it)\b|"
-    r"^(?:no,?\s+)?nothing (?:else|more)\b|^(?:no,?\s+)?(?:i'?m|i am|we'?re) (?:all )?(?:set|good|done)\b|"
-    r"^no,? thanks?\b|^no,? thank you\b|^(?:ok(?:ay)?,?\s+)?(?:thanks|thank you)\b.*\b(?:bye|goodbye)\b"
+    r"^(?:no,?\s+)?nothing (?:else|more)\b|"
+    r"^(?:no,?\s+)?(?:i'?m|i am|we'?re) (?:all )?(?:set|good|done)\b|"
+    r"^no,? thanks?\b|^no,? thank you\b|"
+    r"^(?:ok(?:ay)?,?\s+)?(?:thanks|thank you)\b.*\b(?:bye|goodbye)\b"
 )
 
 

@@ -8,13 +8,15 @@ Such text comes as a user-role (or system) message after the agent acted, or ins
 result — often a *successful* one (a lint report after an edit that applied). It recurs across
 sessions in near-identical form; a person's words do not (those are :mod:`.corrections`).
 
-A **feedback event** is the first line, among the first lines of such a message
-(:data:`MESSAGE_LINES`) or of a tool result (:data:`RESULT_LINES`), that matches one of the
-feedback kinds (:data:`KINDS`, the most specific kind of the text first: ``edit``, ``format``, ``lint``, ``truncated``, ``timeout``,
-``limit``, ``continue``, ``warning``, ``environment``). Messages considered: user and system
+A **feedback event** is the first line, among the first lines of such a user message
+(:data:`MESSAGE_LINES`) or of a system message or tool result (:data:`RESULT_LINES`), that
+matches one of the feedback kinds (:data:`KINDS`; the most specific kind in the text wins:
+``edit``, ``format``, ``lint``, ``truncated``, ``timeout``, ``limit``, ``continue``,
+``warning``, ``environment``). Messages considered: user and system
 messages after the agent's first action, not a user simulator's closing line
 (:func:`~.corrections.is_simulator_closing`) and not a slash command the user typed
-(``/undo``). The line is masked and filed in a :class:`~.signature.Drain` grouped by kind and
+(``/undo``). The line's first sentence (the advice after it varies between a harness's
+versions) is masked and filed in a :class:`~.signature.Drain` grouped by kind and
 source (``message``, or the tool), so one harness message is one template whatever its
 variable parts. ``environment`` lines (the model API overloaded, a gateway error) count only
 in messages, never inside tool output, where program errors belong to :mod:`.tool_errors`.
@@ -52,7 +54,7 @@ from memdir.transcripts.model import Event, bounded_key
 
 __all__ = ["KINDS", "MESSAGE_LINES", "RESULT_LINES", "FeedbackMiner", "feedback_kind"]
 
-#: Leading non-empty lines of a user/system message, and of a tool result, that are read.
+#: Leading non-empty lines of a user message, and of a system message or tool result, read.
 MESSAGE_LINES: Final = 3
 RESULT_LINES: Final = 40
 #: Kind -> the text that marks it, in the order they are tried (the first match names it);
@@ -77,7 +79,8 @@ KINDS: Final = (
     ("timeout", re.compile(r"timed out|\btimeout\b", re.I)),
     ("limit", re.compile(
         r"(?:step|cost|token|turn|iteration|budget) limit|"
-        r"\b(?:exceed|exhaust|reach|hit)\w*\s+(?:\S+\s+){0,5}?(?:the )?(?:limit|context window|maximum)\b|"
+        r"\b(?:exceed|exhaust|reach|hit)\w*\s+(?:\S+\s+){0,5}?(?:the )?"
+        r"(?:limit|context window|maximum)\b|"
         r"maximum (?:number of )?(?:steps|iterations|turns)|\bexit_(?:cost|context|format)\b",
         re.I)),
     ("continue", re.compile(
@@ -165,6 +168,19 @@ def _prose(line: str) -> bool:
     return bool(_PROSE.match(line)) and bool(_INSTRUCTION.search(line)) and "│" not in line
 
 
+_SENTENCE: Final = re.compile(r"(?<=[a-z)\]])[.!?]\s+(?=[A-Z])")
+
+
+def _first_sentence(line: str) -> tuple[str, str]:
+    """A line's first sentence and the rest: a harness's versions keep the opening sentence
+    ("Your proposed edit has introduced new syntax error(s).") and reword the advice after
+    it, which belongs to the instruction, not to the template."""
+    found = _SENTENCE.search(line)
+    if found is None:
+        return line, ""
+    return line[: found.start() + 1], line[found.end() :]
+
+
 def _lines(text: str, limit: int) -> list[str]:
     out: list[str] = []
     for raw in _ANSI.sub("", text).splitlines():
@@ -215,7 +231,9 @@ def _found(session: Session) -> list[_Event]:
             if is_simulator_closing(text) or _SLASH.match(text.lstrip()):
                 continue
             anchor, tool = position, None
-            lines, message, source = _lines(text, MESSAGE_LINES), True, "message"
+            # A person may type into a user turn: only its first lines are the harness's.
+            limit = MESSAGE_LINES if event.role == "user" else RESULT_LINES
+            lines, message, source = _lines(text, limit), True, "message"
         else:
             continue
         hits = [
@@ -226,8 +244,8 @@ def _found(session: Session) -> list[_Event]:
         if not hits:
             continue
         _, index, kind = min(hits)  # the most specific kind, on its first line
-        line = lines[index]
-        rest = [x for x in lines[index + 1 :] if _prose(x)]
+        line, after = _first_sentence(lines[index])
+        rest = [x for x in [after, *lines[index + 1 :]] if x and _prose(x)]
         instruction = rest[0] if rest else (line if _prose(line) else "")
         out.append(_Event(position, anchor, kind, source, line, instruction, tool))
     return out
