@@ -14,14 +14,14 @@ kind of call, not one booking.
 
 **Statistic.** Per task, the miner counts failed and successful trials and, per feature, the
 failed and successful trials that have it. Tasks with both outcomes are the strata of a
-Mantel-Haenszel test (stratified 2x2 tables: the task is controlled for, so a feature that
-only hard tasks need does not look harmful): the common odds ratio, computed with 0.5 added
-to every cell of each stratum (a prior that keeps a table with an empty cell finite), and the
-Cochran-Mantel-Haenszel chi-square with continuity correction, whose p-values are adjusted
-for the number of features tested (Benjamini-Hochberg: the false discovery rate). A feature
-is proposed when it is in at least ``min_sessions`` failed trials of at least ``min_tasks`` tasks, its odds ratio is at least
-:data:`MIN_ODDS` and its corrected p-value at most :data:`ALPHA`; otherwise ``judge`` leaves
-it out with the figures.
+Mantel-Haenszel test (stratified 2x2 tables: the task is controlled for, so a feature that only
+hard tasks need does not look harmful): the common odds ratio, computed with 0.5 added to every
+cell of each stratum (a prior that keeps a table with an empty cell finite), and the
+Cochran-Mantel-Haenszel chi-square with continuity correction, whose p-values are adjusted for
+the number of features tested (Benjamini-Hochberg: the false discovery rate). A feature is
+proposed when it is in at least ``min_sessions`` failed trials of at least ``min_tasks`` tasks,
+its odds ratio is at least :data:`MIN_ODDS` and its corrected p-value at most :data:`ALPHA`;
+otherwise ``judge`` leaves it out with the figures.
 
 **Memory** is bounded: at most :data:`MAX_TASKS` tasks are held — beyond that the task seen
 least recently is folded into fixed per-feature sums (its stratum is final by then in a fleet

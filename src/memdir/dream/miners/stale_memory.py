@@ -1,12 +1,12 @@
 """Stale memory: remembered commands and paths that recent transcripts show failing.
 
 Claims come from the memory snapshot's code — of the notes people wrote: a note a dream wrote
-(frontmatter ``source: dream`` or ``dream_pattern``) quotes the failing command it warns
-about and is no claim, or each dream would report the last one's notes as stale: inline code
-spans and the lines of fenced blocks (a leading ``$ `` dropped). A claim of two or more words starting with a program name or a
-script path is a **command** (``make test``, ``./scripts/deploy web``); one word with a ``/``
-or a file extension is a **path** (``docs/setup.md``). Only sessions that started within
-``recent_days`` of the run's time count.
+(frontmatter ``source: dream`` or ``dream_pattern``) quotes the failing command it warns about
+and is no claim, or each dream would report the last one's notes as stale: inline code spans and
+the lines of fenced blocks (a leading ``$ `` dropped). A claim of two or more words starting
+with a program name or a script path is a **command** (``make test``, ``./scripts/deploy web``);
+one word with a ``/`` or a file extension is a **path** (``docs/setup.md``). Only sessions that
+started within ``recent_days`` of the run's time count.
 
 In a session, a command claim is contradicted when a shell call runs it (the call's simple
 command starts with the claim's words) and fails, and no later call of it succeeds in that
