@@ -329,10 +329,14 @@ def test_contrast_on_tau_bench_airline_reports_what_the_data_cannot_show() -> No
     # within-task contrast; the miner says so rather than proposing noise
     result = dream("tau")
     assert not by_miner(result, "contrast")
-    cancel = next(p for p, _ in result.left_out if p.id == "contrast:cancel_reservation|"
+    book = "contrast:book_reservation|book_reservation"
+    why = reason_of(result, book) or ""
+    assert why.startswith("reported, not proposed") and "odds ratio 6.143" in why
+    # a call failed trials make barely more often is no finding: neither proposed nor listed
+    cancel = next(p for p in result.patterns if p.id == "contrast:cancel_reservation|"
                   "cancel_reservation")  # fmt: skip
-    why = reason_of(result, cancel.id) or ""
-    assert "odds ratio" in why and "p = " in why
+    assert cancel.extra["odds_ratio"] < 3 and reason_of(result, cancel.id) is None
+    assert cancel not in result.kept
 
 
 # --- unit tests: kinds, closings, loops, coverage, plug-ins -------------------------------
@@ -364,8 +368,13 @@ def test_simulator_closings() -> None:
     for text in ("No, that’s all I needed. Thanks for your help! ###STOP###", "###TRANSFER###",
                  "That's all, thanks", "Nothing else, thank you!"):  # fmt: skip
         assert is_simulator_closing(text) and not is_correction(text)
-    for text in ("no, use pnpm not npm", "No, that is wrong: use the staging db"):
-        assert not is_simulator_closing(text) and is_correction(text)
+    # a person's words stay corrections (OpenHands' one real user correction among them) ...
+    people = ("no, use pnpm not npm", "No, that is wrong: use the staging db",
+              "No, I mean by Goldbach's conjecture!", "stop, that output is too long")  # fmt: skip
+    for text in people:
+        assert not is_simulator_closing(text) and is_correction(text), text
+    # ... the harness's are feedback, even when worded like a rule
+    assert not is_correction("Your output was not formatted correctly. Don't use two commands.")
 
 
 def _cli_fleet(i: int) -> Session:

@@ -12,7 +12,9 @@ In order, a pattern is left out (with the reason a reviewer reads in the report)
    recovery pattern fixed in the same call, or that a stale memory pattern names, is reported
    once, as the more useful pattern (``explained by recovery:...: 9 of 10 sessions``);
 3. **judged** — its miner's own ``judge`` (see :mod:`.miners.base`) gives a reason to report
-   it rather than propose it (a contrast that is not significant, environment feedback);
+   it rather than propose it (a contrast that is not significant, environment feedback); an
+   empty reason means the pattern is no finding at all (a call failed trials make no more often
+   than successful ones) and it is left out of both lists;
 4. **covered** — memory already states it (``already covered by /projects/x/notes.md``).
 
 A miner that has ``covers`` / ``contradicts`` decides its patterns' coverage itself; the rules
@@ -221,11 +223,14 @@ def decide(
     """
     plugins = plugins or {}
     reasons: dict[str, str] = {}
+    silent: set[str] = set()
     for pattern in patterns:
         reason = threshold_reason(pattern, thresholds, store_miners)
         if reason is None:
             judge = _ask(plugins, pattern, "judge")
             reason = judge(pattern) if judge is not None else None
+            if reason == "":
+                silent.add(pattern.id)  # the miner says it is no finding at all
         if reason is not None:
             reasons[pattern.id] = reason
     passing = {p.id: p for p in patterns if p.id not in reasons}
@@ -247,6 +252,8 @@ def decide(
     kept: list[Pattern] = []
     left_out: list[tuple[Pattern, str]] = []
     for pattern in patterns:
+        if pattern.id in silent:
+            continue
         if pattern.id in reasons:
             left_out.append((pattern, reasons[pattern.id]))
             continue

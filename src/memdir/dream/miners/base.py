@@ -15,7 +15,8 @@ third-party miner that has them is treated exactly like a built-in one (``decide
 ``drafts`` ask the miner first and fall back to the built-in rules only for the built-ins):
 
 - ``judge(pattern) -> str | None``: a reason to leave a pattern that passed the thresholds
-  out of the proposals (reported, not queued), e.g. a contrast that is not significant;
+  out of the proposals (reported, not queued), e.g. a contrast that is not significant; ``""``
+  when it is no finding at all (not reported either);
 - ``covers(pattern, memory: MemoryText) -> bool``: whether one memory file states the
   pattern (match whole tokens with ``memory.has_phrase``, not substrings);
 - ``contradicts(pattern, memory: MemoryText) -> bool``: whether it states what now fails;

@@ -20,14 +20,14 @@ cell of each stratum (a prior that keeps a table with an empty cell finite), and
 Cochran-Mantel-Haenszel chi-square with continuity correction, whose p-values are adjusted for
 the number of features tested (Benjamini-Hochberg: the false discovery rate). A feature is
 proposed when it is in at least ``min_sessions`` failed trials of at least ``min_tasks`` tasks,
-its odds ratio is at least :data:`MIN_ODDS` and its corrected p-value at most :data:`ALPHA`;
-otherwise ``judge`` leaves it out with the figures.
+its odds ratio is at least :data:`MIN_ODDS` and its corrected p-value at most :data:`ALPHA`; one
+with a lower odds ratio is no finding and left out silently (else every call a failed session
+makes would crowd the report); the others are reported with their figures.
 
 **Memory** is bounded: at most :data:`MAX_TASKS` tasks are held — beyond that the task seen
 least recently is folded into fixed per-feature sums (its stratum is final by then in a fleet
-read in order) — and a session contributes at most :data:`MAX_FEATURES` features; features of
-successful sessions enter a task's table only once a failed trial of that task has them or
-they are counted (bounded by the features per session).
+read in order) — and a session contributes at most :data:`MAX_FEATURES` features, so a task's
+table is bounded by the features its trials make; nothing grows with the number of sessions.
 
 Signals: one per feature of each *failed* session that names a task (the reducer counts them,
 keeps examples); key ``tool|feature``; subject ``tool``, ``feature`` and, once annotated at
@@ -335,10 +335,14 @@ class ContrastMiner:
         pattern.baseline_failed = figures["failed"]
 
     def judge(self, pattern: Pattern) -> str | None:
+        """None to propose; ``""`` for a call failed trials make no more often than successful
+        ones (no finding: not even reported); else why it is reported, with its figures."""
         figures = self._figures().get(str(pattern.subject.get("feature")))
         if figures is None:
-            return "reported, not proposed: no task has both failed and successful trials"
+            return ""  # no task with both outcomes made it: nothing to compare
         odds, p = figures["odds_ratio"], figures["p_value"]
+        if odds is not None and odds < MIN_ODDS:
+            return ""
         tasks = figures["contrast_tasks"]
         shown = f"odds ratio {odds}, p = {p:.3g} over {tasks} tasks with both outcomes"
         if (
@@ -346,8 +350,8 @@ class ContrastMiner:
             or figures["failed_with"] < self.thresholds.min_sessions
         ):
             return f"reported, not proposed: too little contrast support ({shown})"
-        if (odds is not None and odds < MIN_ODDS) or p > ALPHA:
-            return f"reported, not proposed: not over-represented in failed trials ({shown})"
+        if p > ALPHA:
+            return f"reported, not proposed: not significant after correction ({shown})"
         return None
 
     def covers(self, pattern: Pattern, memory: MemoryText) -> bool:

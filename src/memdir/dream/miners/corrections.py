@@ -7,7 +7,9 @@ A user message is a correction when all of these hold:
 - it is short (at most :data:`MAX_CHARS` characters: long task statements are not);
 - it is not plain thanks or acknowledgement (``thanks``, ``great, that works``, ``no problem``),
   nor a closing line — a user simulator's control token (``###STOP###``, ``###TRANSFER###``)
-  or "no, that's all I needed", "that's all, thanks", "nothing else" (:func:`is_simulator_closing`);
+  or "no, that's all I needed", "that's all, thanks", "nothing else" (:func:`is_simulator_closing`),
+  nor harness feedback (:func:`~.feedback.feedback_kind`: a format error, a limit, "please
+  continue" — recurring text a harness sends, which :mod:`.feedback` mines);
 - it is not a question (ends with ``?``) unless it *opens* with a correction (``no, ...``);
 - it matches one of :data:`RULES`: ``no, use X``, ``don't <verb>``, ``stop <verb>ing``,
   ``actually ...``, ``I told you``, ``always <verb>``, ``never <verb>``, ``use X, not Y``,
@@ -31,6 +33,7 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import MinerContext, cut, excerpt
+from memdir.dream.miners.feedback import feedback_kind, is_simulator_closing
 from memdir.dream.model import Session, Signal
 from memdir.dream.reduce import source_class
 from memdir.transcripts.common import dumps
@@ -85,29 +88,9 @@ _STOP: Final = frozenset(_STOP_WORDS.split())
 _WORD: Final = re.compile(r"[a-z0-9][a-z0-9._+#/-]*")
 
 
-#: The control tokens a benchmark's user simulator ends or hands off a conversation with
-#: (τ-bench, τ²-bench: ``###STOP###``, ``###TRANSFER###``, ``###OUT-OF-SCOPE###``).
-_CONTROL: Final = re.compile(r"###\s*[A-Z][A-Z_-]*\s*###")
-#: A closing line: "no, that's all (I needed)", "that's all, thanks", "nothing else", ...
-_CLOSING: Final = re.compile(
-    r"^(?:no,?\s+)?(?:that'?s|that is|this is)\s+(?:all|everything|it)\b|"
-    r"^(?:no,?\s+)?nothing (?:else|more)\b|"
-    r"^(?:no,?\s+)?(?:i'?m|i am|we'?re) (?:all )?(?:set|good|done)\b|"
-    r"^no,? thanks?\b|^no,? thank you\b|"
-    r"^(?:ok(?:ay)?,?\s+)?(?:thanks|thank you)\b.*\b(?:bye|goodbye)\b"
-)
-
-
-def is_simulator_closing(text: str) -> bool:
-    """Whether a user turn ends the conversation rather than correcting anything.
-
-    A user simulator's control token (``###STOP###`` and the like) anywhere in the turn, or a
-    closing line ("No, that's all I needed. Thanks!", "that's all, thanks", "nothing else").
-    """
-    if _CONTROL.search(text):
-        return True
-    lowered = " ".join(text.split()).lower().lstrip("\"'*-> ").replace("’", "'")
-    return bool(_CLOSING.match(lowered))
+#: Feedback kinds whose wording is a harness's, not a person's ("stop, the output is too long"
+#: or "it timed out, use -x" may well be a person).
+_HARNESS: Final = frozenset({"format", "edit", "lint", "limit", "continue", "environment"})
 
 
 def is_correction(text: str) -> bool:
@@ -115,8 +98,8 @@ def is_correction(text: str) -> bool:
     stripped = " ".join(text.split())
     if not stripped or len(stripped) > MAX_CHARS or stripped.startswith(("<", "[")):
         return False
-    if is_simulator_closing(stripped):
-        return False
+    if is_simulator_closing(stripped) or feedback_kind(stripped, message=True) in _HARNESS:
+        return False  # a closing line, or the harness's feedback: no person corrects here
     lowered = stripped.lower().lstrip("\"'*-> ").replace("’", "'")
     if _ACK.match(lowered):
         return False

@@ -14,7 +14,7 @@ matches one of the feedback kinds (:data:`KINDS`; the most specific kind in the 
 ``edit``, ``format``, ``lint``, ``truncated``, ``timeout``, ``limit``, ``continue``,
 ``warning``, ``environment``). Messages considered: user and system
 messages after the agent's first action, not a user simulator's closing line
-(:func:`~.corrections.is_simulator_closing`) and not a slash command the user typed
+(:func:`is_simulator_closing`) and not a slash command the user typed
 (``/undo``). The line's first sentence (the advice after it varies between a harness's
 versions) is masked and filed in a :class:`~.signature.Drain` grouped by kind and
 source (``message``, or the tool), so one harness message is one template whatever its
@@ -47,12 +47,18 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import MinerContext, cut, excerpt, lossy_epsilon
-from memdir.dream.miners.corrections import is_simulator_closing
 from memdir.dream.miners.signature import Drain, literal_phrase, mask_tokens
 from memdir.dream.model import MemoryText, Pattern, Session, Signal
 from memdir.transcripts.model import Event, bounded_key
 
-__all__ = ["KINDS", "MESSAGE_LINES", "RESULT_LINES", "FeedbackMiner", "feedback_kind"]
+__all__ = [
+    "KINDS",
+    "MESSAGE_LINES",
+    "RESULT_LINES",
+    "FeedbackMiner",
+    "feedback_kind",
+    "is_simulator_closing",
+]
 
 #: Leading non-empty lines of a user message, and of a system message or tool result, read.
 MESSAGE_LINES: Final = 3
@@ -123,6 +129,31 @@ _ANSI: Final = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 #: case-sensitively on lowercased text (the patterns are written in lowercase): a line is
 #: scanned once, and without the cost of case folding.
 _ANY: Final = re.compile("|".join(f"(?P<{kind}>{pattern.pattern})" for kind, pattern in KINDS))
+
+
+#: The control tokens a benchmark's user simulator ends or hands off a conversation with
+#: (τ-bench, τ²-bench: ``###STOP###``, ``###TRANSFER###``, ``###OUT-OF-SCOPE###``).
+_CONTROL: Final = re.compile(r"###\s*[A-Z][A-Z_-]*\s*###")
+#: A closing line: "no, that's all (I needed)", "that's all, thanks", "nothing else", ...
+_CLOSING: Final = re.compile(
+    r"^(?:no,?\s+)?(?:that'?s|that is|this is)\s+(?:all|everything|it)\b|"
+    r"^(?:no,?\s+)?nothing (?:else|more)\b|"
+    r"^(?:no,?\s+)?(?:i'?m|i am|we'?re) (?:all )?(?:set|good|done)\b|"
+    r"^no,? thanks?\b|^no,? thank you\b|"
+    r"^(?:ok(?:ay)?,?\s+)?(?:thanks|thank you)\b.*\b(?:bye|goodbye)\b"
+)
+
+
+def is_simulator_closing(text: str) -> bool:
+    """Whether a user turn ends the conversation rather than correcting anything.
+
+    A user simulator's control token (``###STOP###`` and the like) anywhere in the turn, or a
+    closing line ("No, that's all I needed. Thanks!", "that's all, thanks", "nothing else").
+    """
+    if _CONTROL.search(text):
+        return True
+    lowered = " ".join(text.split()).lower().lstrip("\"'*-> ").replace("’", "'")
+    return bool(_CLOSING.match(lowered))
 
 
 def feedback_kind(line: str, *, message: bool) -> str | None:
