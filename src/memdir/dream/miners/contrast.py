@@ -38,6 +38,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from collections.abc import Iterator
 from typing import Any, ClassVar, Final
 
@@ -63,6 +64,9 @@ MAX_TASKS: Final = 4096
 MAX_VALUE: Final = 40
 MIN_ODDS: Final = 3.0
 ALPHA: Final = 0.05
+_DIGIT: Final = re.compile(r"\d")
+_DIGITS: Final = re.compile(r"\d+(?:[.,:-]\d+)*")
+_UUID: Final = re.compile(r"[0-9a-fA-F-]{16,}")
 _SKIP_KEYS: Final = frozenset({"id", "user_id", "reservation_id", "session_id", "call_id"})
 
 #: A stratum: [failed trials, successful trials, {feature: [failed with, successful with]}].
@@ -79,8 +83,10 @@ def _values(prefix: str, value: Any, depth: int, out: list[str]) -> None:
             _values(prefix, item, depth + 1, out)
     elif isinstance(value, (str, bool, int)) or (isinstance(value, float) and value.is_integer()):
         text = str(value).lower() if isinstance(value, bool) else str(value)
-        masked = normalise_command(text, MAX_VALUE + 1)
-        if not masked or len(masked) > MAX_VALUE or masked in ("<num>", "<id>", "<ts>"):
+        if not text or len(text) > MAX_VALUE or "\n" in text:
+            return
+        masked = _DIGITS.sub("<num>", text) if _DIGIT.search(text) else text
+        if masked == "<num>" or _UUID.fullmatch(text):
             return
         out.append(f"{prefix}={masked}")
 
@@ -230,20 +236,18 @@ class ContrastMiner:
         if not failed:
             return iter(())
         out = []
+        shown: dict[int, str] = {}
         for feature, (tool, position) in features.items():
-            call = session.events[position]
+            if position not in shown:
+                call = session.events[position]
+                shown[position] = f"{call.name}: {normalise_command(str(call.input), 400)}"
             out.append(
                 Signal(
                     miner=self.name,
                     key=bounded_key(f"{tool}|{feature}"),
                     subject={"tool": tool, "feature": feature},
                     title=f"Failed trials call {feature}",
-                    excerpt=excerpt(
-                        session,
-                        position,
-                        position,
-                        f"{call.name}: {normalise_command(str(call.input), 400)}",
-                    ),
+                    excerpt=excerpt(session, position, position, shown[position]),
                 )
             )
         return iter(out)
