@@ -139,14 +139,17 @@ def test_aider_edit_and_lint_feedback_are_mined_with_their_fix() -> None:
 
 
 @needs_data
-def test_swe_agent_editor_lint_feedback_replaces_the_tool_error() -> None:
+def test_swe_agent_editor_lint_feedback_is_one_cause_with_its_recovery() -> None:
     result = dream("swe")
-    (lint,) = by_miner(result, "feedback")
-    assert lint.subject["kind"] == "lint" and lint.subject["source"] == "bash"
+    (lint,) = [p for p in result.patterns if p.miner == "feedback" and p.subject["kind"] == "lint"]
+    assert lint.subject["source"] == "bash" and "retry" in lint.subject["instruction"]
     text = re.compile(r"Your proposed edit has introduced new syntax error")
     assert lint.sessions == sum(acted_then(s, text, kind="tool_result") for s in fleet("swe"))
-    assert "retry" in lint.subject["instruction"]
-    assert not by_miner(result, "tool_errors")  # the same failures, reported once
+    # the editor's rejection and the re-indented edit that it took are one cause: the recovery
+    # names the literal fix, so the feedback and the tool error are reported once, through it
+    (recovery,) = by_miner(result, "recovery")
+    assert (reason_of(result, lint.id) or "").startswith(f"explained by {recovery.id}")
+    assert not by_miner(result, "tool_errors") and not by_miner(result, "feedback")
 
 
 @needs_data

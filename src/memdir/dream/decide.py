@@ -58,8 +58,11 @@ __all__ = [
 
 #: Miner -> the miners whose kept patterns may explain its patterns, most specific first.
 EXPLAINED_BY: Final = {
-    "tool_errors": ("stale_memory", "feedback", "recovery", "loops"),
+    "tool_errors": ("stale_memory", "recovery", "feedback", "loops"),
     "recovery": ("stale_memory",),
+    # harness feedback on a call that a kept recovery fixed is that recovery's cause: the
+    # recovery names the literal fix ("fix the indentation worked in 7 of 8 sessions")
+    "feedback": ("stale_memory", "recovery"),
 }
 EXPLAINED_SHARE: Final = 0.5
 #: The built-in miners whose patterns describe the store, not sessions (the engine passes the
