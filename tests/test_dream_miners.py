@@ -435,9 +435,9 @@ class TodoMiner:
 
 
 def test_registry_built_ins_and_third_party_miners() -> None:
-    assert miners()[:7] == [
+    assert miners()[:9] == [
         "tool_errors", "recovery", "corrections", "exploration", "loops", "stale_memory",
-        "consolidation",
+        "feedback", "contrast", "consolidation",
     ]  # fmt: skip
     register("todo", TodoMiner)
     try:

@@ -76,6 +76,16 @@ from memdir.transcripts.store import info_from_row
 
 __all__ = ["DreamConfig", "DreamRun", "DreamsMixin", "Progress"]
 
+
+def _meta(text: str | None) -> dict[str, Any]:
+    """A transcript row's metadata (task ids and the like) for the miners; {} when unreadable."""
+    try:
+        value = json.loads(text) if text else {}
+    except ValueError:
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
 PAGE: Final = 100
 CHECKPOINT_EVERY: Final = 500
 CHECKPOINT_SECONDS: Final = 10.0
@@ -489,7 +499,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             with self.db.read() as repo:
                 events = load_events(repo, [r.id for r in rows])
             for r in rows:
-                session = Session(info_from_row(r), events.pop(r.id))
+                session = Session(info_from_row(r), events.pop(r.id), _meta(r.meta))
                 state.engine.add(session)
                 state.agents.add(r.agent or "")
                 state.projects.add(r.project or "")

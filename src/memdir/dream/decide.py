@@ -3,14 +3,24 @@
 In order, a pattern is left out (with the reason a reviewer reads in the report) when:
 
 1. **below threshold** — fewer than ``min_sessions`` sessions (``below threshold: 3 sessions <
-   5``) or a prevalence under ``prevalence_for(miner)`` (``below threshold: prevalence 1.5% <
-   2.0%``). Store-level patterns (consolidation) are facts about the store, not about sessions,
-   and skip this step;
+   5``), fewer than ``min_tasks`` distinct tasks when the sessions are trials of named tasks,
+   or a prevalence under ``prevalence_for(miner)`` (``below threshold: prevalence 1.5% <
+   2.0%``) — a one-project pattern's prevalence among its project's sessions. Store-level
+   patterns (consolidation) are facts about the store, not about sessions, and skip this step;
 2. **explained** — most of its sessions (at least :data:`EXPLAINED_SHARE`) are explained by a
    kept pattern of a more specific miner (:data:`EXPLAINED_BY`): a tool error that a kept
    recovery pattern fixed in the same call, or that a stale memory pattern names, is reported
    once, as the more useful pattern (``explained by recovery:...: 9 of 10 sessions``);
-3. **covered** — memory already states it (``already covered by /projects/x/notes.md``).
+3. **judged** — its miner's own ``judge`` (see :mod:`.miners.base`) gives a reason to report
+   it rather than propose it (a contrast that is not significant, environment feedback); an
+   empty reason means the pattern is no finding at all (a call failed trials make no more often
+   than successful ones) and it is left out of both lists;
+4. **covered** — memory already states it (``already covered by /projects/x/notes.md``).
+
+A miner that has ``covers`` / ``contradicts`` decides its patterns' coverage itself; the rules
+below are the built-in miners' (for those without their own). Every text match is on whole
+tokens (:meth:`~.model.MemoryText.has_phrase`): ``make test`` is not found in ``cmake tests``
+nor ``src/a.py`` in ``lib/src/a.py``.
 
 Coverage against the memory snapshot (:func:`coverage`):
 
@@ -29,14 +39,12 @@ Coverage against the memory snapshot (:func:`coverage`):
 
 from __future__ import annotations
 
-import re
-from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Final
+from collections.abc import Mapping, Sequence
+from typing import Any, Final
 
 from memdir.dream.miners.consolidation import frontmatter_of
 from memdir.dream.miners.signature import PLACEHOLDERS, literal_phrase
-from memdir.dream.model import Coverage, MemoryFile, Pattern, Thresholds
+from memdir.dream.model import Coverage, MemoryFile, MemoryText, Pattern, Thresholds
 
 __all__ = [
     "EXPLAINED_BY",
@@ -50,36 +58,36 @@ __all__ = [
 
 #: Miner -> the miners whose kept patterns may explain its patterns, most specific first.
 EXPLAINED_BY: Final = {
-    "tool_errors": ("stale_memory", "recovery", "loops"),
+    "tool_errors": ("stale_memory", "recovery", "feedback", "loops"),
     "recovery": ("stale_memory",),
+    # harness feedback on a call that a kept recovery fixed is that recovery's cause: the
+    # recovery names the literal fix ("fix the indentation worked in 7 of 8 sessions")
+    "feedback": ("stale_memory", "recovery"),
 }
 EXPLAINED_SHARE: Final = 0.5
 #: The built-in miners whose patterns describe the store, not sessions (the engine passes the
 #: names of every store-level miner it runs).
 STORE_MINERS: Final = frozenset({"consolidation"})
-_WORD: Final = re.compile(r"[a-z0-9][a-z0-9._+#/-]*")
 _RETRY: Final = ("loop", "retry", "retries", "repeat", "again", "hang", "stuck")
 
-
-@dataclass(frozen=True)
-class _Indexed:
-    file: MemoryFile
-    lower: str
-    words: frozenset[str]
-    marker: str | None
+#: Miner name -> the miner object of the run (its optional logic methods are asked first).
+Plugins = Mapping[str, Any]
 
 
 class MemoryIndex:
-    """The memory snapshot prepared for coverage checks (lowercased text, word sets)."""
+    """The memory snapshot prepared for coverage checks, and the run's miners.
 
-    def __init__(self, memory: Sequence[MemoryFile]) -> None:
-        self.files: list[_Indexed] = []
+    ``plugins`` maps miner names to the run's miner objects: their ``covers`` and
+    ``contradicts`` decide their patterns' coverage.
+    """
+
+    def __init__(self, memory: Sequence[MemoryFile], plugins: Plugins | None = None) -> None:
+        self.files: list[MemoryText] = []
         for file in sorted(memory, key=lambda f: f.path):
-            lower = file.content.lower()
-            words = frozenset(w.rstrip("._-/") for w in _WORD.findall(lower.replace("'", "")))
             marker = frontmatter_of(file).get("dream_pattern")
-            self.files.append(_Indexed(file, lower, words, str(marker) if marker else None))
+            self.files.append(MemoryText.of(file, str(marker) if marker else None))
         self.by_path = {f.file.path: f.file for f in self.files}
+        self.plugins: Plugins = dict(plugins or {})
 
 
 def _literal(text: str) -> str:
@@ -100,42 +108,52 @@ def _added_tokens(change: str) -> list[str]:
     return [t for t in tokens if t not in PLACEHOLDERS]
 
 
-def _states(pattern: Pattern, entry: _Indexed) -> bool:
+def _states(pattern: Pattern, entry: MemoryText) -> bool:
     """Whether one memory file states the pattern's fix or fact (see the module docstring)."""
-    subject, text = pattern.subject, entry.lower
+    subject = pattern.subject
     if pattern.miner == "tool_errors":
         phrase = literal_phrase(str(subject.get("signature", ""))).lower()
         command = str(subject.get("command", "")).lower()
-        return len(phrase.split()) >= 2 and phrase in text and command in text
+        return (
+            len(phrase.split()) >= 2
+            and entry.has_phrase(phrase)
+            and (not command or entry.has_phrase(command))
+        )
     if pattern.miner == "recovery":
         fixed = _literal(str(subject.get("fixed", ""))).lower()
         failed = _literal(str(subject.get("failed", ""))).lower()
         # "npm ci" inside "npm ci --frozen-lockfile" does not state the fix: count the others.
-        inside = text.count(failed) if failed and fixed in failed else 0
-        if fixed and text.count(fixed) > inside:
+        inside = entry.count_phrase(failed) if failed and fixed in failed else 0
+        if fixed and entry.count_phrase(fixed) > inside:
             return True
         added = [t.lower() for t in _added_tokens(str(subject.get("change", "")))]
         head = fixed.split()[0] if fixed.split() else ""
-        return bool(added) and head in text and all(t in text for t in added)
+        return bool(added) and entry.has_phrase(head) and all(entry.has_phrase(t) for t in added)
     if pattern.miner == "corrections":
         terms = [str(t) for t in subject.get("terms", ())]
         return bool(terms) and all(t in entry.words for t in terms)
     if pattern.miner == "exploration":
         target = str(subject.get("input", "")).split(" ", 1)[-1].lower()
-        return bool(target) and all(part in text for part in target.split())
+        return bool(target) and all(entry.has_phrase(part) for part in target.split())
     if pattern.miner == "loops":
         command = _literal(str(subject.get("input", ""))).lower()
-        return bool(command) and command in text and any(w in text for w in _RETRY)
+        return bool(command) and entry.has_phrase(command) and any(w in entry.words for w in _RETRY)
     return False
 
 
-def _contradicts(pattern: Pattern, entry: _Indexed) -> bool:
+def _contradicts(pattern: Pattern, entry: MemoryText) -> bool:
     if pattern.miner == "stale_memory":
         return entry.file.path == pattern.subject.get("path")
     if pattern.miner == "recovery":
         failed = _literal(str(pattern.subject.get("failed", ""))).lower()
-        return len(failed) >= 4 and failed in entry.lower
+        return len(failed) >= 4 and entry.has_phrase(failed)
     return False
+
+
+def _ask(plugins: Plugins, pattern: Pattern, method: str) -> Any:
+    """The pattern's miner's ``method``, or None when the miner has none."""
+    miner = plugins.get(pattern.miner)
+    return getattr(miner, method, None) if miner is not None else None
 
 
 def coverage(
@@ -144,7 +162,9 @@ def coverage(
     """How memory relates to ``pattern``, and the files that say so (sorted by path)."""
     if pattern.miner in store_miners:
         return "new", []
-    stating = [e for e in index.files if e.marker == pattern.id or _states(pattern, e)]
+    states = _ask(index.plugins, pattern, "covers") or _states
+    contradicts = _ask(index.plugins, pattern, "contradicts") or _contradicts
+    stating = [e for e in index.files if e.marker == pattern.id or states(pattern, e)]
     if stating:
         failing = [
             e.file.path
@@ -156,7 +176,7 @@ def coverage(
         if failing:
             return "covered-failing", failing
         return "covered", [e.file.path for e in stating]
-    contradicting = [e.file.path for e in index.files if _contradicts(pattern, e)]
+    contradicting = [e.file.path for e in index.files if contradicts(pattern, e)]
     if contradicting:
         return "contradicted", contradicting
     return "new", []
@@ -170,9 +190,23 @@ def threshold_reason(
         return None
     if pattern.sessions < thresholds.min_sessions:
         return f"below threshold: {pattern.sessions} sessions < {thresholds.min_sessions}"
+    if 0 < pattern.tasks < thresholds.min_tasks:
+        return (
+            f"below threshold: {pattern.tasks} distinct tasks < {thresholds.min_tasks} "
+            f"(its {pattern.sessions} sessions are trials of {pattern.tasks} tasks)"
+        )
     needed = thresholds.prevalence_for(pattern.miner)
-    if pattern.prevalence < needed:
-        return f"below threshold: prevalence {pattern.prevalence:.1%} < {needed:.1%}"
+    prevalence = pattern.prevalence
+    scoped = pattern.project_prevalence
+    if scoped is not None and scoped > prevalence:
+        if scoped < needed:
+            return (
+                f"below threshold: prevalence {scoped:.1%} of project {pattern.project}'s "
+                f"sessions < {needed:.1%}"
+            )
+        return None
+    if prevalence < needed:
+        return f"below threshold: prevalence {prevalence:.1%} < {needed:.1%}"
     return None
 
 
@@ -181,15 +215,25 @@ def decide(
     thresholds: Thresholds,
     memory: Sequence[MemoryFile],
     store_miners: frozenset[str] = STORE_MINERS,
+    plugins: Plugins | None = None,
 ) -> tuple[list[Pattern], list[tuple[Pattern, str]]]:
     """Split ``patterns`` into kept ones (with coverage set) and left-out ones with reasons.
 
     ``store_miners`` names the miners whose patterns describe the store (no session
-    thresholds, no coverage). Order is kept: both lists follow ``patterns``.
+    thresholds, no coverage); ``plugins`` the run's miners by name, whose ``judge``,
+    ``covers`` and ``contradicts`` are asked first. Order is kept: both lists follow
+    ``patterns``.
     """
+    plugins = plugins or {}
     reasons: dict[str, str] = {}
+    silent: set[str] = set()
     for pattern in patterns:
         reason = threshold_reason(pattern, thresholds, store_miners)
+        if reason is None:
+            judge = _ask(plugins, pattern, "judge")
+            reason = judge(pattern) if judge is not None else None
+            if reason == "":
+                silent.add(pattern.id)  # the miner says it is no finding at all
         if reason is not None:
             reasons[pattern.id] = reason
     passing = {p.id: p for p in patterns if p.id not in reasons}
@@ -207,10 +251,12 @@ def decide(
         if candidates:
             _, count, target = min(candidates)
             reasons[pattern.id] = f"explained by {target}: {-count} of {pattern.sessions} sessions"
-    index = MemoryIndex(memory)
+    index = MemoryIndex(memory, plugins)
     kept: list[Pattern] = []
     left_out: list[tuple[Pattern, str]] = []
     for pattern in patterns:
+        if pattern.id in silent:
+            continue
         if pattern.id in reasons:
             left_out.append((pattern, reasons[pattern.id]))
             continue

@@ -23,10 +23,15 @@ By coverage and miner:
 Scope (:func:`scope_of`): all of a correction's sessions from one user -> ``/users/<u>``; all
 of a pattern's sessions from one project -> ``/projects/<p>``; otherwise ``/org``.
 
-Confidence (0..1, :func:`confidence`): support (sessions against three times
-``min_sessions``) 0.35, prevalence (against three times the miner's threshold) 0.2,
+Confidence (0..1, :func:`confidence`): support (sessions — distinct tasks when the sessions
+name tasks — against three times ``min_sessions``) 0.35, prevalence (the higher of the fleet's
+and, for a one-project pattern, its project's, against three times the miner's threshold) 0.2,
 consistency (the top variant's share, 1 without variants) 0.3, examples (against
-``max_examples``) 0.15.
+``max_examples``) 0.15. When sessions have outcomes, the outcome lift weighs 0.2 (0 at lift
+0.5 or less, 0.5 at 1 — no effect —, 1 from 1.5) and the others 0.3, 0.15, 0.25 and 0.1.
+
+A miner with its own ``note`` / ``category`` / ``slug_source`` (see :mod:`.miners.base`)
+writes its new notes itself; ``note`` returning None means the pattern is reported only.
 """
 
 from __future__ import annotations
@@ -92,13 +97,24 @@ def scope_of(pattern: Pattern) -> str:
 
 def confidence(pattern: Pattern, thresholds: Thresholds) -> float:
     """How sure the draft is, 0..1 (see the module docstring)."""
-    support = min(1.0, pattern.sessions / max(1, 3 * thresholds.min_sessions))
+    evidence = pattern.tasks if pattern.tasks else pattern.sessions
+    support = min(1.0, evidence / max(1, 3 * thresholds.min_sessions))
     needed = thresholds.prevalence_for(pattern.miner)
-    prevalence = min(1.0, pattern.prevalence / (3 * needed)) if needed > 0 else 1.0
+    observed = max(pattern.prevalence, pattern.project_prevalence or 0.0)
+    prevalence = min(1.0, observed / (3 * needed)) if needed > 0 else 1.0
     total = sum(pattern.variants.values())
     consistency = max(pattern.variants.values()) / total if total else 1.0
     examples = min(1.0, len(pattern.examples) / max(1, thresholds.max_examples))
-    return round(0.35 * support + 0.2 * prevalence + 0.3 * consistency + 0.15 * examples, 3)
+    lift = pattern.lift
+    if lift is None:
+        score = 0.35 * support + 0.2 * prevalence + 0.3 * consistency + 0.15 * examples
+    else:
+        outcome = min(1.0, max(0.0, lift - 0.5))  # lift 1 (no effect) 0.5, lift 1.5+ 1
+        score = (
+            0.3 * support + 0.15 * prevalence + 0.25 * consistency + 0.1 * examples
+            + 0.2 * outcome
+        )  # fmt: skip
+    return round(score, 3)
 
 
 def _clean(text: str) -> str:
@@ -115,13 +131,29 @@ def _statistics_line(pattern: Pattern) -> str:
     when = ""
     if pattern.first_seen and pattern.last_seen:
         when = f"; first seen {pattern.first_seen.date()}, last seen {pattern.last_seen.date()}"
-    return (
+    line = (
         f"Seen in {pattern.sessions} of {pattern.sessions_selected} sessions "
         f"({pattern.prevalence:.1%}), {_count(len([a for a in pattern.agents if a]), 'agent')}"
         + (f", projects: {', '.join(projects[:8])}" if projects else "")
         + when
         + "."
     )
+    scoped = pattern.project_prevalence
+    if scoped is not None and pattern.project_selected != pattern.sessions_selected:
+        line += (
+            f" In project {pattern.project}: {pattern.sessions} of {pattern.project_selected} "
+            f"sessions ({scoped:.1%})."
+        )
+    if pattern.tasks and pattern.tasks < pattern.sessions:
+        line += f" The sessions are trials of {_count(pattern.tasks, 'distinct task')}."
+    if pattern.known and pattern.baseline_known and pattern.lift is not None:
+        rate = pattern.failed / pattern.known
+        base = pattern.baseline_failed / pattern.baseline_known
+        line += (
+            f" Sessions with it failed {pattern.failed} of {pattern.known} times ({rate:.0%}) "
+            f"against {base:.0%} of all sessions: lift {pattern.lift:.2f}."
+        )
+    return line
 
 
 def _body(pattern: Pattern) -> tuple[str, str, list[str]]:
@@ -200,8 +232,8 @@ def _body(pattern: Pattern) -> tuple[str, str, list[str]]:
     return title, title[:200], [str(s.get("detail", ""))]
 
 
-def _note(pattern: Pattern, path: str) -> str:
-    title, description, body = _body(pattern)
+def _note(pattern: Pattern, made: tuple[str, str, list[str]]) -> str:
+    title, description, body = made
     head = [
         "---",
         f"description: {json.dumps(' '.join(description.split()), ensure_ascii=False)}",
@@ -240,12 +272,15 @@ def _slug_source(pattern: Pattern) -> str:
     return str(s.get("title") or pattern.title)
 
 
-def _new_path(pattern: Pattern, taken: set[str]) -> str:
-    directory = f"{scope_of(pattern)}/{CATEGORY.get(pattern.miner, 'findings')}"
-    path = f"{directory}/{slug(_slug_source(pattern))}.md"
+def _new_path(pattern: Pattern, taken: set[str], miner: Any) -> str:
+    category = getattr(miner, "category", None) or CATEGORY.get(pattern.miner, "findings")
+    source = getattr(miner, "slug_source", None)
+    named = source(pattern) if source is not None else _slug_source(pattern)
+    directory = f"{scope_of(pattern)}/{category}"
+    path = f"{directory}/{slug(named)}.md"
     if path in taken:
         digest = hashlib.sha256(pattern.id.encode("utf-8")).hexdigest()[:8]
-        path = f"{directory}/{slug(_slug_source(pattern), 50)}-{digest}.md"
+        path = f"{directory}/{slug(named, 50)}-{digest}.md"
     return validate_path(path)
 
 
@@ -324,8 +359,16 @@ def make_draft(
     thresholds: Thresholds,
     memory: Mapping[str, MemoryFile],
     taken: set[str],
+    plugins: Mapping[str, Any] | None = None,
 ) -> Draft | None:
-    """The draft for a kept pattern, or None when it warrants no change (review-due)."""
+    """The draft for a kept pattern, or None when it warrants no change (review-due, or a
+    miner whose ``note`` gives none).
+
+    ``plugins`` maps miner names to the run's miners: a miner with ``note`` writes its own
+    new notes (and ``category`` / ``slug_source`` place them); the built-in rules write the
+    others'.
+    """
+    miner = (plugins or {}).get(pattern.miner)
     operations: list[Operation]
     if pattern.miner == "consolidation":
         operations = _consolidate(pattern, memory)
@@ -337,8 +380,12 @@ def make_draft(
         elif pattern.coverage == "covered-failing":
             operations = [_strengthen(pattern, memory[p]) for p in pattern.memory_paths[:1]]
         else:
-            path = _new_path(pattern, taken)
-            content = _note(pattern, path)
+            own = getattr(miner, "note", None)
+            made = own(pattern) if own is not None else _body(pattern)
+            if made is None:
+                return None
+            path = _new_path(pattern, taken, miner)
+            content = _note(pattern, made)
             check_content(content, DEFAULT_MAX_BYTES)
             operations = [Write(path, content, if_absent=True)]
     if not operations:

@@ -17,7 +17,10 @@ findings about a session already added (:meth:`Engine.add_signals`), checkpoints
 - **explained signals**: in each session, a tool error whose failing call a recovery, a stale
   memory claim or a loop covers (same call, see :data:`~.decide.EXPLAINED_BY`) is linked to
   that pattern, so decide can report it once, as the more useful pattern;
-- store-level miners (consolidation) run at :meth:`Engine.finish`, over the memory snapshot.
+- store-level miners (consolidation) run at :meth:`Engine.finish`, over the memory snapshot;
+- **plug-ins own their logic**: at :meth:`Engine.finish` each pattern's miner may
+  ``annotate`` it (end-of-run figures), ``judge`` it, decide its coverage and write its note
+  (see :mod:`.miners.base`); decide and drafts ask the miner before the built-in rules.
 
 Pure: no database, no clock (the run's ``now`` is given), no model calls.
 """
@@ -44,7 +47,8 @@ __all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of"
 #: 2: patterns keep their source classes (placement); 3: parsed shell, quoted literals;
 #: 4: and the classes whose text their signals carry from other sessions (corrections'
 #: cluster founders)
-STATE_VERSION: Final = 4
+#: 5: outcomes, distinct tasks, baselines, the contrast miner's strata
+STATE_VERSION: Final = 5
 
 
 @dataclass(frozen=True)
@@ -145,7 +149,7 @@ class Engine:
                     self._reducer.rename(miner.name, old, new)
                     if old != new:
                         self.renamed[f"{miner.name}:{old}"] = f"{miner.name}:{new}"
-        self._reducer.add_session(session.info, signals, links_of(signals))
+        self._reducer.add_session(session.info, signals, links_of(signals), session=session)
         return signals
 
     def current_id(self, pattern_id: str) -> str:
@@ -222,12 +226,18 @@ class Engine:
         ]
         patterns = self._reducer.patterns(store_signals)
         fix_rates(patterns)  # "worked in N of M sessions": recoveries learn M from tool errors
+        plugins: dict[str, Any] = {m.name: m for m in self._memory_miners}
+        plugins.update({m.name: m for m in self._session_miners})
+        for pattern in patterns:
+            annotate = getattr(plugins.get(pattern.miner), "annotate", None)
+            if annotate is not None:
+                annotate(pattern)
         store = STORE_MINERS | {m.name for m in self._memory_miners}
-        kept, left_out = decide(patterns, self.config.thresholds, self.memory, store)
+        kept, left_out = decide(patterns, self.config.thresholds, self.memory, store, plugins)
         by_path = {f.path: f for f in self.memory}
         taken = set(by_path)
         drafts: list[Draft] = []
-        index = MemoryIndex(self.memory)
+        index = MemoryIndex(self.memory, plugins)
         for pattern in kept:
             made, unsafe = place(pattern, self._reducer, self.config.thresholds, by_path,
                                  index, taken, audience, store)  # fmt: skip

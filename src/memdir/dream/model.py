@@ -33,13 +33,32 @@ the same pattern supersedes the earlier open one.
 ``stale_memory``    ``path`` (the memory file), ``claim`` (the remembered command or
                     path), ``evidence`` (what the transcripts show instead)
 ``consolidation``   ``paths``, ``reason`` (``duplicate``, ``expired``, ``review-due``)
+``feedback``        ``kind`` (``format``, ``edit``, ``lint``, ``truncated``, ``timeout``,
+                    ``limit``, ``continue``, ``warning``), ``source`` (``user``,
+                    ``system`` or the tool whose result carried it), ``signature`` (the
+                    templated feedback line), ``instruction`` (what the harness asked
+                    for), ``fix`` (what the next compliant turn did)
+``contrast``        ``tool``, ``feature`` (a call type or ``tool arg=value``), ``odds_ratio``,
+                    ``failed_with``/``failed``/``succeeded_with``/``succeeded`` (sessions of
+                    tasks with both outcomes)
 ``model``           ``title``, ``detail`` (findings a model returned)
 ==================  ================================================================
+
+**Outcomes and tasks.** Sessions whose transcript has an outcome (``success``/``failure``)
+feed each pattern's ``known``/``failed`` counters and the fleet baseline (and each project's),
+so a pattern reports its failure rate beside the baseline's and the *lift* (how many times
+likelier a session with the pattern failed). :attr:`Session.task` names the benchmark task a
+session is a trial of (the ``task`` label, else the importer's ``meta.task_id`` /
+``instance_id``): patterns count distinct tasks, since four trials of one task are one piece
+of evidence, not four.
 """
 
 from __future__ import annotations
 
+import bisect
 import datetime as dt
+import hashlib
+import re
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
@@ -53,9 +72,11 @@ __all__ = [
     "Draft",
     "Excerpt",
     "MemoryFile",
+    "MemoryText",
     "Pattern",
     "Session",
     "Signal",
+    "TaskSketch",
     "Thresholds",
 ]
 
@@ -66,6 +87,8 @@ MINER_NAMES: Final = (
     "exploration",
     "loops",
     "stale_memory",
+    "feedback",
+    "contrast",
     "consolidation",
     "model",
 )
@@ -88,10 +111,74 @@ class Session:
 
     info: TranscriptInfo
     events: list[Event]
+    #: The transcript's import metadata (``task_id``, ``domain``, ``instance_id``, ...).
+    meta: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
         return self.info.id
+
+    @property
+    def task(self) -> str | None:
+        """The task this session is a trial of, or None when the source names none.
+
+        The ``task`` label, else ``meta.task_id`` (prefixed by ``meta.domain`` when present:
+        τ²-bench numbers tasks per domain), else ``meta.instance_id`` (SWE-bench-style
+        evaluations).
+        """
+        if self.info.task:
+            return self.info.task
+        task = self.meta.get("task_id")
+        if task is not None and str(task) != "":
+            domain = self.meta.get("domain")
+            return f"{domain}/{task}" if domain else str(task)
+        instance = self.meta.get("instance_id")
+        return str(instance) if instance else None
+
+    @property
+    def failed(self) -> bool | None:
+        """True/False for a failure/success outcome, None when the outcome is unknown."""
+        outcome = self.info.outcome
+        return True if outcome == "failure" else False if outcome == "success" else None
+
+
+class TaskSketch:
+    """Distinct tasks in bounded memory: a *k*-minimum-values sketch (Bar-Yossef et al., 2002).
+
+    Keeps the :data:`K` smallest 64-bit hashes (BLAKE2b, so no hash seed matters) of the task
+    names added: the count is exact up to ``K`` distinct tasks and an estimate
+    ``(K - 1) / (h_K / 2**64)`` beyond (about 1/sqrt(K - 2) = 13 % relative error). Merging two
+    sketches is the sketch of the union.
+    """
+
+    K: Final = 64
+    __slots__ = ("hashes",)
+
+    def __init__(self, hashes: list[int] | None = None) -> None:
+        self.hashes: list[int] = sorted(hashes or [])[: self.K]
+
+    @staticmethod
+    def hash_of(task: str) -> int:
+        return int.from_bytes(hashlib.blake2b(task.encode("utf-8"), digest_size=8).digest(), "big")
+
+    def add(self, task: str) -> None:
+        self.add_hash(self.hash_of(task))
+
+    def add_hash(self, value: int) -> None:
+        hashes = self.hashes
+        if value in hashes or (len(hashes) >= self.K and value >= hashes[-1]):
+            return
+        bisect.insort(hashes, value)
+        del hashes[self.K :]
+
+    def merge(self, other: TaskSketch) -> None:
+        for value in other.hashes:
+            self.add_hash(value)
+
+    def count(self) -> int:
+        if len(self.hashes) < self.K:
+            return len(self.hashes)
+        return round((self.K - 1) / ((self.hashes[-1] + 1) / 2**64))
 
 
 @dataclass(frozen=True, slots=True)
@@ -181,6 +268,19 @@ class Pattern:
     #: subject or title (:attr:`Signal.origins`): text from class ``c`` may only be shown
     #: where ``c`` and every class in ``requires[c]`` may be read.
     requires: dict[str, list[str]] = field(default_factory=dict)
+    #: Sessions with a known outcome, and those that failed (see the module docstring).
+    known: int = 0
+    failed: int = 0
+    #: The same over every selected session (of the pattern's project when it has one).
+    baseline_known: int = 0
+    baseline_failed: int = 0
+    #: Distinct tasks the sessions are trials of (0 when no session names a task).
+    tasks: int = 0
+    #: When all sessions are one project's: that project and its selected sessions.
+    project: str | None = None
+    project_selected: int = 0
+    #: Extra figures a miner computed for its pattern (a contrast's odds ratio, ...).
+    extra: dict[str, Any] = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -190,6 +290,48 @@ class Pattern:
     def prevalence(self) -> float:
         """Sessions affected / sessions selected (0 when nothing was selected)."""
         return self.sessions / self.sessions_selected if self.sessions_selected else 0.0
+
+    @property
+    def project_prevalence(self) -> float | None:
+        """For a one-project pattern, sessions affected / that project's sessions selected."""
+        if self.project is None or not self.project_selected:
+            return None
+        return self.sessions / self.project_selected
+
+    @property
+    def failure_rate(self) -> float | None:
+        return self.failed / self.known if self.known else None
+
+    @property
+    def baseline_rate(self) -> float | None:
+        return self.baseline_failed / self.baseline_known if self.baseline_known else None
+
+    @property
+    def lift(self) -> float | None:
+        """Failure rate of the pattern's sessions over the baseline's (None without outcomes).
+
+        Computed with one pseudo-session of each outcome added to both sides (a Laplace
+        prior), so five sessions that all failed do not claim certainty.
+        """
+        if not self.known or not self.baseline_known:
+            return None
+        rate = (self.failed + 1) / (self.known + 2)
+        base = (self.baseline_failed + 1) / (self.baseline_known + 2)
+        return rate / base
+
+    def outcome_statistics(self) -> dict[str, Any]:
+        out: dict[str, Any] = {}
+        if self.tasks:
+            out["tasks"] = self.tasks
+        if self.project_prevalence is not None:
+            out["project_prevalence"] = round(self.project_prevalence, 4)
+            out["project_sessions_selected"] = self.project_selected
+        if self.known and self.baseline_known:
+            out["sessions_with_outcome"] = self.known
+            out["failure_rate"] = round(self.failed / self.known, 4)
+            out["baseline_failure_rate"] = round(self.baseline_failed / self.baseline_known, 4)
+            out["lift"] = round(self.lift or 0.0, 3)
+        return out
 
     def statistics(self) -> dict[str, Any]:
         """The figures a reviewer sees beside a proposal (JSON values)."""
@@ -206,6 +348,8 @@ class Pattern:
             "last_seen": self.last_seen.isoformat() if self.last_seen else None,
             "coverage": self.coverage,
             "variants": dict(sorted(self.variants.items(), key=lambda kv: -kv[1])[:5]),
+            **self.outcome_statistics(),
+            **self.extra,
         }
 
 
@@ -214,14 +358,18 @@ class Thresholds:
     """What a pattern needs to be proposed (configurable per run).
 
     A pattern is kept when it reaches ``min_sessions`` distinct sessions *and* ``min_prevalence``
-    of the sessions selected (a fraction, 0.02 = 2 %); ``per_miner`` overrides
-    ``min_prevalence`` for one miner.
+    of the sessions selected (a fraction, 0.02 = 2 %; of its project's sessions for a
+    one-project pattern) *and*, when its sessions name tasks, ``min_tasks`` distinct tasks;
+    ``per_miner`` overrides ``min_prevalence`` for one miner.
     """
 
     min_sessions: int = 5
     min_prevalence: float = 0.02
     per_miner: dict[str, float] = field(default_factory=dict)
     max_examples: int = 5
+    #: When the sessions name tasks (benchmark trials), the distinct tasks a pattern needs:
+    #: four trials of one task are one scenario repeated, not a recurring pattern.
+    min_tasks: int = 3
 
     def prevalence_for(self, miner: str) -> float:
         return self.per_miner.get(miner, self.min_prevalence)
@@ -265,3 +413,49 @@ class Draft:
         if self.sources:
             stats["source_scopes"] = [dict(s) for s in self.sources]
         return stats
+
+
+_WORD: Final = re.compile(r"[a-z0-9][a-z0-9._+#/-]*")
+
+
+def phrase_pattern(phrase: str) -> re.Pattern[str]:
+    """A regex finding ``phrase`` as whole tokens: not inside a longer word or path.
+
+    ``make test`` is not found in ``cmake tests``, ``src/a.py`` not in ``lib/src/a.py`` or
+    ``src/a.pyc``; a sentence's full stop after it is fine.
+    """
+    return re.compile(r"(?<![\w./-])" + re.escape(phrase) + r"(?![\w/-]|\.\w)")
+
+
+@dataclass(frozen=True)
+class MemoryText:
+    """A memory file prepared for coverage checks: its lowercased text and word set.
+
+    Coverage (``decide``) and the miners that own their coverage test read memory through
+    this, matching whole tokens (:meth:`has_phrase`), never substrings.
+    """
+
+    file: MemoryFile
+    lower: str
+    words: frozenset[str]
+    #: The pattern id in the file's ``dream_pattern`` frontmatter (a note a dream wrote).
+    marker: str | None
+
+    @classmethod
+    def of(cls, file: MemoryFile, marker: str | None) -> MemoryText:
+        lower = file.content.lower()
+        words = frozenset(w.rstrip("._-/") for w in _WORD.findall(lower.replace("'", "")))
+        return cls(file, lower, words, marker)
+
+    def has_phrase(self, phrase: str) -> bool:
+        """Whether the text holds ``phrase`` (lowercase it first) as whole tokens."""
+        return (
+            bool(phrase)
+            and phrase in self.lower
+            and bool(phrase_pattern(phrase).search(self.lower))
+        )
+
+    def count_phrase(self, phrase: str) -> int:
+        if not phrase or phrase not in self.lower:
+            return 0
+        return len(phrase_pattern(phrase).findall(self.lower))

@@ -82,7 +82,7 @@ def place(
     ``taken`` (paths already used by the run's drafts) grows by the kept drafts' paths only.
     """
     if audience is None or not pattern.sources:  # store-level patterns come from no session
-        draft = make_draft(pattern, thresholds, memory, taken)
+        draft = make_draft(pattern, thresholds, memory, taken, index.plugins)
         return ([draft] if draft is not None else []), []
     every = tuple(sorted(pattern.sources))
     drafts: list[Draft] = []
@@ -103,7 +103,7 @@ def place(
                 left.append((candidate, f"already covered by {', '.join(candidate.memory_paths)}"))
                 continue
         trial = set(taken)
-        draft = make_draft(candidate, thresholds, memory, trial)
+        draft = make_draft(candidate, thresholds, memory, trial, index.plugins)
         if draft is None:
             continue
         paths = _paths(draft)
@@ -138,7 +138,7 @@ def place(
                                 f"{', '.join(paths)} may read)"))  # fmt: skip
             continue
         trial = set(taken)
-        draft = make_draft(final, thresholds, memory, trial)
+        draft = make_draft(final, thresholds, memory, trial, index.plugins)
         if draft is None:
             continue
         moved = _paths(draft)

@@ -33,6 +33,12 @@ can restrict a pattern to the transcripts every reader of its target may read
 (:meth:`Reducer.restricted`) with the sessions selected of those classes as the denominator
 (:attr:`Reducer.selected_by_class`). A pattern restricted to all its classes is the pattern.
 
+**Outcomes and tasks.** Per pattern (and per source class) the reducer also counts the sessions
+with a known outcome and those that failed, and the distinct tasks they are trials of (a
+bounded :class:`~memdir.dream.model.TaskSketch`); the fleet baseline (sessions with a known
+outcome, failures) is kept overall and per project, as are the sessions selected per project,
+so a one-project pattern is judged against its own project's prevalence and failure rate.
+
 ``rename`` moves everything counted under one key to another (a Drain template that
 generalised). ``state()`` is plain JSON and :meth:`Reducer.from_state` restores it exactly, so
 an interrupted run resumes with the same result.
@@ -47,7 +53,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Final
 
-from memdir.dream.model import Excerpt, Pattern, Signal
+from memdir.dream.model import Excerpt, Pattern, Session, Signal, TaskSketch
 from memdir.transcripts.model import TranscriptInfo
 
 __all__ = ["MAX_VARIANTS", "Reducer", "example_rank", "source_class", "source_scopes"]
@@ -117,6 +123,9 @@ class _Acc:
     #: Classes other than the counting session's whose text the signals carry
     #: (:attr:`~memdir.dream.model.Signal.origins`); a part's are its own class's needs.
     requires: set[str] = field(default_factory=set)
+    known: int = 0
+    failed: int = 0
+    tasks: TaskSketch = field(default_factory=TaskSketch)
 
     def clone(self) -> _Acc:
         """A copy of the counters and samples (no parts, no links)."""
@@ -137,7 +146,13 @@ class _Acc:
         return {self.sole: self} if self.sole is not None else {}
 
     def count(
-        self, info: TranscriptInfo, group: list[Signal], limit: int, seq: int, cls: str
+        self,
+        info: TranscriptInfo,
+        group: list[Signal],
+        limit: int,
+        seq: int,
+        cls: str,
+        facts: _Facts,
     ) -> None:
         """Count one session's signals of this pattern (not its links); ``cls`` is the
         session's source class, so only the *other* classes its signals name are required."""
@@ -145,6 +160,11 @@ class _Acc:
         self.sessions += 1
         self.seq = seq
         self.requires.update(o for s in group for o in s.origins if o != cls)
+        if facts.failed is not None:
+            self.known += 1
+            self.failed += int(facts.failed)
+        if facts.task is not None:
+            self.tasks.add(facts.task)
         _count(self.agents, info.agent)
         _count(self.projects, info.project)
         _count(self.users, info.user)
@@ -189,6 +209,9 @@ class _Acc:
         """Add ``other``'s counts (a renamed key); this one's title and subject stay."""
         self.sessions += other.sessions
         self.occurrences += other.occurrences
+        self.known += other.known
+        self.failed += other.failed
+        self.tasks.merge(other.tasks)
         self.delta = max(self.delta, other.delta)
         for mine, theirs in (
             (self.agents, other.agents),
@@ -219,12 +242,12 @@ class _Acc:
                     mine_part.absorb(part, limit)
         self.seq = max(self.seq, other.seq)
 
-    def pattern(self, selected: int) -> Pattern:
+    def pattern(self, selected: int, baseline: _Baseline | None = None) -> Pattern:
         title, subject = self.title, self.subject
         if self.variants:
             top = min(self.variants.items(), key=lambda kv: (-kv[1], kv[0]))[0]
             title, subject = self.variant_meta.get(top, (title, subject))
-        return Pattern(
+        out = Pattern(
             miner=self.miner,
             key=self.key,
             title=title,
@@ -246,7 +269,13 @@ class _Acc:
                 for cls, part in sorted(self.classes().items())
                 if part.requires - {cls}
             },
+            known=self.known,
+            failed=self.failed,
+            tasks=self.tasks.count(),
         )
+        if baseline is not None:
+            baseline.apply(out)
+        return out
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -267,6 +296,9 @@ class _Acc:
             "links": self.links,
             "delta": self.delta,
             "seq": self.seq,
+            "known": self.known,
+            "failed": self.failed,
+            "tasks": self.tasks.hashes,
             "sole": self.sole,
             "requires": sorted(self.requires),
             "parts": {cls: part.to_json() for cls, part in sorted(self.parts.items())},
@@ -304,7 +336,59 @@ class _Acc:
             seq=int(data.get("seq", 0)),
             sole=data.get("sole"),
             requires=set(data.get("requires", ())),
+            known=int(data.get("known", 0)),
+            failed=int(data.get("failed", 0)),
+            tasks=TaskSketch([int(h) for h in data.get("tasks", ())]),
         )
+
+
+@dataclass(frozen=True, slots=True)
+class _Facts:
+    """What a session tells every pattern it shows: its outcome and its task."""
+
+    failed: bool | None = None
+    task: str | None = None
+
+
+@dataclass
+class _Baseline:
+    """The fleet's outcome baseline and, per project, selected sessions and outcomes."""
+
+    known: int = 0
+    failed: int = 0
+    #: project -> [sessions selected, with a known outcome, failed]
+    projects: dict[str, list[int]] = field(default_factory=dict)
+
+    def count(self, project: str | None, failed: bool | None) -> None:
+        row = self.projects.setdefault(project or "", [0, 0, 0])
+        row[0] += 1
+        if failed is not None:
+            self.known += 1
+            self.failed += int(failed)
+            row[1] += 1
+            row[2] += int(failed)
+
+    def apply(self, pattern: Pattern) -> None:
+        """Set the pattern's baseline: its project's when all its sessions are one project's."""
+        labelled = [p for p in pattern.projects if p]
+        pattern.baseline_known, pattern.baseline_failed = self.known, self.failed
+        if len(labelled) == 1 and pattern.projects[labelled[0]] == pattern.sessions:
+            row = self.projects.get(labelled[0])
+            if row is not None:
+                pattern.project, pattern.project_selected = labelled[0], row[0]
+                pattern.baseline_known, pattern.baseline_failed = row[1], row[2]
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "known": self.known,
+            "failed": self.failed,
+            "projects": {k: list(v) for k, v in sorted(self.projects.items())},
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> _Baseline:
+        projects = {str(k): [int(x) for x in v] for k, v in data.get("projects", {}).items()}
+        return cls(int(data.get("known", 0)), int(data.get("failed", 0)), projects)
 
 
 class Reducer:
@@ -320,6 +404,7 @@ class Reducer:
         self.selected_by_class: dict[str, int] = {}
         self._seq = 0
         self._acc: dict[tuple[str, str], _Acc] = {}
+        self.baseline = _Baseline()
 
     def add_session(
         self,
@@ -328,14 +413,23 @@ class Reducer:
         links: Mapping[str, Iterable[str]] | None = None,
         *,
         selected: bool = True,
+        session: Session | None = None,
     ) -> int:
         """Count one session's signals; ``selected=False`` for more signals about a session
-        already counted (model findings). Returns the number of signals."""
+        already counted (model findings). ``session`` gives its outcome and task (without
+        it: the outcome of ``info``, no task). Returns the number of signals."""
         cls = source_class(info)
         self._seq += 1
+        if session is not None:
+            facts = _Facts(session.failed, session.task)
+        else:
+            outcome = info.outcome
+            facts = _Facts(True if outcome == "failure" else False if outcome == "success"
+                           else None, info.task)  # fmt: skip
         if selected:
             self.sessions_selected += 1
             self.selected_by_class[cls] = self.selected_by_class.get(cls, 0) + 1
+            self.baseline.count(info.project, facts.failed)
         grouped: dict[tuple[str, str], list[Signal]] = {}
         total = 0
         for signal in signals:
@@ -350,13 +444,13 @@ class Reducer:
                 acc.sole = cls
             elif acc.sole != cls:
                 acc.split()
-            acc.count(info, group, self.max_examples, self._seq, cls)
+            acc.count(info, group, self.max_examples, self._seq, cls, facts)
             if acc.parts:
                 part = acc.parts.get(cls)
                 if part is None:
                     part = acc.parts[cls] = _Acc(ident[0], ident[1], group[0].title,
                                                  group[0].subject)  # fmt: skip
-                part.count(info, group, self.max_examples, self._seq, cls)
+                part.count(info, group, self.max_examples, self._seq, cls, facts)
             for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
                 acc.links[target] = acc.links.get(target, 0) + 1
             _prune(acc.links, MAX_VARIANTS)
@@ -386,7 +480,7 @@ class Reducer:
 
     def patterns(self, extra: Iterable[Signal] = ()) -> list[Pattern]:
         """Every pattern, most prevalent first; ``extra`` are store-level signals (no session)."""
-        out = [acc.pattern(self.sessions_selected) for acc in self._acc.values()]
+        out = [acc.pattern(self.sessions_selected, self.baseline) for acc in self._acc.values()]
         store: dict[tuple[str, str], _Acc] = {}
         for signal in extra:
             acc = store.setdefault(
@@ -417,7 +511,7 @@ class Reducer:
             merged.absorb(part.clone(), self.max_examples)
         if merged.parts:
             merged.parts = {c: present[c] for c in classes if c in present}
-        return merged.pattern(selected)
+        return merged.pattern(selected, self.baseline)
 
     def state(self) -> dict[str, Any]:
         """JSON values: the whole reducer (patterns in key order, so the text is stable)."""
@@ -427,6 +521,7 @@ class Reducer:
             "sessions_selected": self.sessions_selected,
             "selected_by_class": dict(sorted(self.selected_by_class.items())),
             "seq": self._seq,
+            "baseline": self.baseline.to_json(),
             "patterns": [self._acc[k].to_json() for k in sorted(self._acc)],
         }
 
@@ -436,6 +531,7 @@ class Reducer:
         reducer.sessions_selected = int(state["sessions_selected"])
         reducer.selected_by_class = dict(state.get("selected_by_class", {}))
         reducer._seq = int(state.get("seq", 0))
+        reducer.baseline = _Baseline.from_json(state.get("baseline", {}))
         for data in state["patterns"]:
             acc = _Acc.from_json(data)
             reducer._acc[(acc.miner, acc.key)] = acc

@@ -10,6 +10,20 @@ looks at the store itself (consolidation). Optional methods, used when present:
 - ``renames() -> list[tuple[str, str]]``: keys that changed since the last call (a template
   that generalised): the reducer moves what it counted under the old key to the new one.
 
+A miner also owns what is decided about its patterns; these are optional too, and a
+third-party miner that has them is treated exactly like a built-in one (``decide`` and
+``drafts`` ask the miner first and fall back to the built-in rules only for the built-ins):
+
+- ``judge(pattern) -> str | None``: a reason to leave a pattern that passed the thresholds
+  out of the proposals (reported, not queued), e.g. a contrast that is not significant; ``""``
+  when it is no finding at all (not reported either);
+- ``covers(pattern, memory: MemoryText) -> bool``: whether one memory file states the
+  pattern (match whole tokens with ``memory.has_phrase``, not substrings);
+- ``contradicts(pattern, memory: MemoryText) -> bool``: whether it states what now fails;
+- ``note(pattern) -> (title, description, body lines) | None``: a new note's text (None:
+  no note — the pattern is reported only); ``slug_source(pattern) -> str`` names its file;
+  ``category`` (attribute) the directory under the scope (``known-failures``, ...).
+
 Signals of one miner in one session with one ``key`` count that session once. A miner is made
 per run by its factory from a :class:`MinerContext` (the failure rules, the memory snapshot,
 the run's time); it must be deterministic: same sessions in, same signals out.
@@ -104,6 +118,8 @@ BUILTIN_MINERS: Final = (
     "memdir.dream.miners.exploration:ExplorationMiner",
     "memdir.dream.miners.loops:LoopsMiner",
     "memdir.dream.miners.stale_memory:StaleMemoryMiner",
+    "memdir.dream.miners.feedback:FeedbackMiner",
+    "memdir.dream.miners.contrast:ContrastMiner",
     "memdir.dream.miners.consolidation:ConsolidationMiner",
 )
 _loaded = False

@@ -5,7 +5,11 @@ A user message is a correction when all of these hold:
 - the agent already acted in the session (an assistant message or a tool call came before it:
   the opening request is a task, not a correction);
 - it is short (at most :data:`MAX_CHARS` characters: long task statements are not);
-- it is not plain thanks or acknowledgement (``thanks``, ``great, that works``, ``no problem``);
+- it is not plain thanks or acknowledgement (``thanks``, ``great, that works``, ``no problem``),
+  nor a closing line — a user simulator's control token (``###STOP###``, ``###TRANSFER###``)
+  or "no, that's all I needed", "that's all, thanks", "nothing else" (:func:`is_simulator_closing`),
+  nor harness feedback (:func:`~.feedback.feedback_kind`: a format error, a limit, "please
+  continue" — recurring text a harness sends, which :mod:`.feedback` mines);
 - it is not a question (ends with ``?``) unless it *opens* with a correction (``no, ...``);
 - it matches one of :data:`RULES`: ``no, use X``, ``don't <verb>``, ``stop <verb>ing``,
   ``actually ...``, ``I told you``, ``always <verb>``, ``never <verb>``, ``use X, not Y``,
@@ -29,12 +33,21 @@ from collections.abc import Iterator
 from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import MinerContext, cut, excerpt
+from memdir.dream.miners.feedback import feedback_kind, is_simulator_closing
 from memdir.dream.model import Session, Signal
 from memdir.dream.reduce import source_class
 from memdir.transcripts.common import dumps
 from memdir.transcripts.model import bounded_key
 
-__all__ = ["JOIN", "MAX_CHARS", "RULES", "CorrectionsMiner", "is_correction", "key_terms"]
+__all__ = [
+    "JOIN",
+    "MAX_CHARS",
+    "RULES",
+    "CorrectionsMiner",
+    "is_correction",
+    "is_simulator_closing",
+    "key_terms",
+]
 
 MAX_CHARS: Final = 300
 JOIN: Final = 0.5
@@ -75,11 +88,18 @@ _STOP: Final = frozenset(_STOP_WORDS.split())
 _WORD: Final = re.compile(r"[a-z0-9][a-z0-9._+#/-]*")
 
 
+#: Feedback kinds whose wording is a harness's, not a person's ("stop, the output is too long"
+#: or "it timed out, use -x" may well be a person).
+_HARNESS: Final = frozenset({"format", "edit", "lint", "limit", "continue", "environment"})
+
+
 def is_correction(text: str) -> bool:
     """Whether a user turn (after the agent acted) corrects the agent, by the rules above."""
     stripped = " ".join(text.split())
     if not stripped or len(stripped) > MAX_CHARS or stripped.startswith(("<", "[")):
         return False
+    if is_simulator_closing(stripped) or feedback_kind(stripped, message=True) in _HARNESS:
+        return False  # a closing line, or the harness's feedback: no person corrects here
     lowered = stripped.lower().lstrip("\"'*-> ").replace("’", "'")
     if _ACK.match(lowered):
         return False

@@ -1,10 +1,12 @@
 """Stale memory: remembered commands and paths that recent transcripts show failing.
 
-Claims come from the memory snapshot's code: inline code spans and the lines of fenced blocks
-(a leading ``$ `` dropped). A claim of two or more words starting with a program name or a
-script path is a **command** (``make test``, ``./scripts/deploy web``); one word with a ``/``
-or a file extension is a **path** (``docs/setup.md``). Only sessions that started within
-``recent_days`` of the run's time count.
+Claims come from the memory snapshot's code — of the notes people wrote: a note a dream wrote
+(frontmatter ``source: dream`` or ``dream_pattern``) quotes the failing command it warns about
+and is no claim, or each dream would report the last one's notes as stale: inline code spans and
+the lines of fenced blocks (a leading ``$ `` dropped). A claim of two or more words starting
+with a program name or a script path is a **command** (``make test``, ``./scripts/deploy web``);
+one word with a ``/`` or a file extension is a **path** (``docs/setup.md``). Only sessions that
+started within ``recent_days`` of the run's time count.
 
 In a session, a command claim is contradicted when a shell call runs it (the call's simple
 command starts with the claim's words) and fails, and no later call of it succeeds in that
@@ -27,13 +29,14 @@ from dataclasses import dataclass
 from typing import ClassVar, Final
 
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt
+from memdir.dream.miners.consolidation import frontmatter_of
 from memdir.dream.miners.recovery import find_recoveries
 from memdir.dream.miners.signature import error_line
 from memdir.dream.model import MemoryFile, Session, Signal
 from memdir.dream.shell import main_command, parse
 from memdir.transcripts.model import bounded_key
 
-__all__ = ["Claim", "StaleMemoryMiner", "claims_of"]
+__all__ = ["Claim", "StaleMemoryMiner", "claims_of", "written_by_dream"]
 
 _SPAN: Final = re.compile(r"`([^`\n]{2,200})`")
 _FENCE: Final = re.compile(r"^\s*(```|~~~)")
@@ -67,10 +70,26 @@ def _snippets(content: str) -> Iterator[str]:
             yield from _SPAN.findall(line)
 
 
+def written_by_dream(file: MemoryFile) -> bool:
+    """Whether a dream wrote the file: frontmatter ``source: dream`` or a ``dream_pattern``.
+
+    Such a note quotes the failing command it warns about (``make test`` fails; ``make
+    check`` works): reading it as a claim would make the next dream report its own note as
+    stale — a feedback loop.
+    """
+    meta = frontmatter_of(file)
+    return meta.get("source") == "dream" or bool(meta.get("dream_pattern"))
+
+
 def claims_of(memory: Sequence[MemoryFile]) -> list[Claim]:
-    """Every command and path claim of the snapshot, in path order, each once per file."""
+    """Every command and path claim of the snapshot, in path order, each once per file.
+
+    Notes a dream wrote are not claims (:func:`written_by_dream`).
+    """
     out: list[Claim] = []
     for file in sorted(memory, key=lambda f: f.path):
+        if written_by_dream(file):
+            continue
         seen: set[str] = set()
         for snippet in _snippets(file.content):
             text = " ".join(snippet.split())

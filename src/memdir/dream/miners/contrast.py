@@ -1,0 +1,396 @@
+"""Contrast: tool calls over-represented in failed sessions against successful trials of the task.
+
+The costliest failures are silent: every call succeeds and the session still fails (a refund
+the policy forbids, a cabin change a basic-economy fare does not allow). No error text points
+at them; only outcomes do. When sessions are trials of the same task with different outcomes
+(τ-bench: 50 tasks x 4 trials), a call feature that failed trials make and successful trials of
+the *same task* do not is a candidate cause.
+
+**Features** of a session (a set, at most :data:`MAX_FEATURES`): each tool called (``tool``),
+and each scalar argument as ``tool arg=value`` — nested ones by dotted path
+(``book_reservation payment_methods.payment_id=gift_card_<num>``) — with digits masked and
+values longer than :data:`MAX_VALUE` characters or pure ids skipped, so a feature names a
+kind of call, not one booking.
+
+**Statistic.** Per task, the miner counts failed and successful trials and, per feature, the
+failed and successful trials that have it. Tasks with both outcomes are the strata of a
+Mantel-Haenszel test (stratified 2x2 tables: the task is controlled for, so a feature that only
+hard tasks need does not look harmful): the common odds ratio, computed with 0.5 added to every
+cell of each stratum (a prior that keeps a table with an empty cell finite), and the
+Cochran-Mantel-Haenszel chi-square with continuity correction, whose p-values are adjusted for
+the number of features tested (Benjamini-Hochberg: the false discovery rate). A feature is
+proposed when it is in at least ``min_sessions`` failed trials of at least ``min_tasks`` tasks,
+its odds ratio is at least :data:`MIN_ODDS` and its corrected p-value at most :data:`ALPHA`; one
+with a lower odds ratio is no finding and left out silently (else every call a failed session
+makes would crowd the report); the others are reported with their figures.
+
+**Memory** is bounded: at most :data:`MAX_TASKS` tasks are held — beyond that the task seen
+least recently is folded into fixed per-feature sums (its stratum is final by then in a fleet
+read in order) — and a session contributes at most :data:`MAX_FEATURES` features, so a task's
+table is bounded by the features its trials make; nothing grows with the number of sessions.
+
+Signals: one per feature of each *failed* session that names a task (the reducer counts them,
+keeps examples); key ``tool|feature``; subject ``tool``, ``feature`` and, once annotated at
+the end, the stratified figures (also in the pattern's statistics).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from collections.abc import Iterator
+from typing import Any, ClassVar, Final
+
+from memdir.dream.miners.base import MinerContext, calls_of, excerpt
+from memdir.dream.miners.failures import FailureRules
+from memdir.dream.miners.signature import normalise_command
+from memdir.dream.model import MemoryText, Pattern, Session, Signal
+from memdir.transcripts.model import bounded_key
+
+__all__ = [
+    "ALPHA",
+    "MAX_FEATURES",
+    "MAX_TASKS",
+    "MIN_ODDS",
+    "ContrastMiner",
+    "benjamini_hochberg",
+    "features_of",
+    "mantel_haenszel",
+]
+
+MAX_FEATURES: Final = 64
+MAX_TASKS: Final = 4096
+MAX_VALUE: Final = 40
+MIN_ODDS: Final = 3.0
+ALPHA: Final = 0.05
+_DIGIT: Final = re.compile(r"\d")
+_DIGITS: Final = re.compile(r"\d+(?:[.,:-]\d+)*")
+_UUID: Final = re.compile(r"[0-9a-fA-F-]{16,}")
+_SKIP_KEYS: Final = frozenset({"id", "user_id", "reservation_id", "session_id", "call_id"})
+
+#: A stratum: [failed trials, successful trials, {feature: [failed with, successful with]}].
+Stratum = list[Any]
+
+
+def _values(prefix: str, value: Any, depth: int, out: list[str]) -> None:
+    if isinstance(value, dict) and depth < 2:
+        for key in sorted(value):
+            if key not in _SKIP_KEYS:
+                _values(f"{prefix}.{key}" if prefix else str(key), value[key], depth + 1, out)
+    elif isinstance(value, list) and depth < 2:
+        for item in value[:8]:
+            _values(prefix, item, depth + 1, out)
+    elif isinstance(value, (str, bool, int)) or (isinstance(value, float) and value.is_integer()):
+        text = str(value).lower() if isinstance(value, bool) else str(value)
+        if not text or len(text) > MAX_VALUE or "\n" in text:
+            return
+        masked = _DIGITS.sub("<num>", text) if _DIGIT.search(text) else text
+        if masked == "<num>" or _UUID.fullmatch(text):
+            return
+        out.append(f"{prefix}={masked}")
+
+
+def features_of(session: Session, rules: FailureRules) -> dict[str, tuple[str, int]]:
+    """The session's call features, each with its tool and the first call's event position."""
+    found: dict[str, tuple[str, int]] = {}
+    times: dict[str, int] = {}
+    facts: dict[str, list[str]] = {}  # an id seen in results -> the facts its record states
+    for call in calls_of(session, rules):
+        if call.shell:
+            continue  # shell commands are other miners' matter; their words vary too much
+        times[call.name] = times.get(call.name, 0) + 1
+        names = [call.name] if times[call.name] == 1 else [f"{call.name} (again)"]
+        if isinstance(call.input, dict):
+            args: list[str] = []
+            _values("", call.input, 0, args)
+            names += [f"{call.name} {a}" for a in sorted(set(args))]
+            for value in _ids(call.input):
+                names += [f"{call.name} on {fact}" for fact in facts.get(value, ())]
+        if call.result is not None and not call.failed:
+            _remember(call.result.output, facts)
+        for feature in names:
+            if feature not in found and len(found) < MAX_FEATURES:
+                found[feature] = (call.name, call.index)
+    return found
+
+
+def _ids(value: dict[str, Any]) -> list[str]:
+    """The id-like string arguments of a call (``reservation_id``, ``order_id``, ``id``)."""
+    return sorted(
+        {
+            str(v)
+            for k, v in value.items()
+            if isinstance(v, str) and (k == "id" or k.endswith("_id"))
+        }
+    )
+
+
+def _remember(output: str | None, facts: dict[str, list[str]]) -> None:
+    """File the scalar facts of a JSON record result under the ids it holds.
+
+    ``{"reservation_id": "X", "cabin": "basic_economy", "insurance": "no", ...}`` makes a
+    later ``cancel_reservation(reservation_id="X")`` carry the features ``cancel_reservation
+    on cabin=basic_economy`` and ``... on insurance=no``: the record the call acted on, which
+    is what a policy's conditions are about.
+    """
+    if not output or not output.lstrip().startswith("{") or len(output) > 20_000:
+        return
+    try:
+        record = json.loads(output)
+    except ValueError:
+        return
+    if not isinstance(record, dict):
+        return
+    ids = _ids(record)
+    if not ids:
+        return
+    found: list[str] = []
+    for key in sorted(record):
+        value = record[key]
+        if key == "id" or key.endswith("_id") or isinstance(value, (dict, list)):
+            continue
+        _values(key, value, 2, found)
+    for value in ids:
+        facts[value] = found[:16]
+
+
+def _chi_p(statistic: float) -> float:
+    """Upper tail of the chi-square distribution with one degree of freedom."""
+    return math.erfc(math.sqrt(max(0.0, statistic) / 2))
+
+
+def mantel_haenszel(strata: list[tuple[int, int, int, int]]) -> tuple[float, float]:
+    """(common odds ratio, CMH p-value) of 2x2 strata ``(a, b, c, d)``.
+
+    ``a`` failed with, ``b`` failed without, ``c`` succeeded with, ``d`` succeeded without.
+    The odds ratio adds 0.5 to each cell; the test uses the raw counts with continuity
+    correction. Strata with one outcome only carry no information and are skipped.
+    """
+    num = den = 0.0
+    dev = var = 0.0
+    for a, b, c, d in strata:
+        n = a + b + c + d
+        if (a + b) == 0 or (c + d) == 0:
+            continue
+        ha, hb, hc, hd = a + 0.5, b + 0.5, c + 0.5, d + 0.5
+        num += ha * hd / (n + 2)
+        den += hb * hc / (n + 2)
+        if n > 1:
+            dev += a - (a + b) * (a + c) / n
+            var += (a + b) * (c + d) * (a + c) * (b + d) / (n * n * (n - 1))
+    odds = num / den if den else math.inf
+    if var <= 0:
+        return odds, 1.0
+    statistic = (max(0.0, abs(dev) - 0.5)) ** 2 / var
+    return odds, _chi_p(statistic)
+
+
+def benjamini_hochberg(p_values: dict[str, float]) -> dict[str, float]:
+    """Benjamini-Hochberg adjusted p-values (q-values): the false discovery rate at which
+    each test would be called significant among all of them."""
+    ranked = sorted(p_values.items(), key=lambda kv: (kv[1], kv[0]))
+    total = len(ranked)
+    out: dict[str, float] = {}
+    running = 1.0
+    for rank in range(total, 0, -1):
+        feature, p = ranked[rank - 1]
+        running = min(running, p * total / rank)
+        out[feature] = min(1.0, running)
+    return out
+
+
+class ContrastMiner:
+    name: ClassVar[str] = "contrast"
+    category: ClassVar[str] = "known-failures"
+
+    def __init__(self, context: MinerContext) -> None:
+        self.thresholds = context.thresholds
+        self.rules = context.rules
+        self.tasks: dict[str, Stratum] = {}
+        self.seen: dict[str, int] = {}  # task -> the session number it was last seen at
+        self.folded: dict[str, list[int]] = {}  # feature -> [a, b, c, d] of folded strata
+        self.sessions = 0
+        self._judged: dict[str, dict[str, Any]] | None = None
+
+    # --- mining -------------------------------------------------------------------------
+
+    def mine(self, session: Session) -> Iterator[Signal]:
+        failed, task = session.failed, session.task
+        if failed is None or task is None:
+            return iter(())
+        self.sessions += 1
+        self._judged = None
+        features = features_of(session, self.rules)
+        stratum = self.tasks.get(task)
+        if stratum is None:
+            stratum = self.tasks[task] = [0, 0, {}]
+            if len(self.tasks) > MAX_TASKS:
+                self._fold()
+        self.seen[task] = self.sessions
+        stratum[0 if failed else 1] += 1
+        table: dict[str, list[int]] = stratum[2]
+        for feature in features:
+            row = table.setdefault(feature, [0, 0])
+            row[0 if failed else 1] += 1
+        if not failed:
+            return iter(())
+        out = []
+        shown: dict[int, str] = {}
+        for feature, (tool, position) in features.items():
+            if position not in shown:
+                call = session.events[position]
+                shown[position] = f"{call.name}: {normalise_command(str(call.input), 400)}"
+            out.append(
+                Signal(
+                    miner=self.name,
+                    key=bounded_key(f"{tool}|{feature}"),
+                    subject={"tool": tool, "feature": feature},
+                    title=f"Failed trials call {feature}",
+                    excerpt=excerpt(session, position, position, shown[position]),
+                )
+            )
+        return iter(out)
+
+    def _fold(self) -> None:
+        """Fold the least recently seen task's stratum into the fixed sums."""
+        oldest = min(self.tasks, key=lambda t: (self.seen.get(t, 0), t))
+        failed, succeeded, table = self.tasks.pop(oldest)
+        self.seen.pop(oldest, None)
+        if not failed or not succeeded:
+            return
+        for feature, (fw, sw) in table.items():
+            row = self.folded.setdefault(feature, [0, 0, 0, 0])
+            row[0] += fw
+            row[1] += failed - fw
+            row[2] += sw
+            row[3] += succeeded - sw
+
+    def state(self) -> dict[str, Any]:
+        return {
+            "sessions": self.sessions,
+            "tasks": {
+                t: [f, s, dict(sorted(tab.items()))]
+                for t, (f, s, tab) in sorted(self.tasks.items())
+            },
+            "seen": dict(sorted(self.seen.items())),
+            "folded": dict(sorted(self.folded.items())),
+        }
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.sessions = int(state["sessions"])
+        self.tasks = {
+            t: [int(f), int(s), {k: [int(x), int(y)] for k, (x, y) in tab.items()}]
+            for t, (f, s, tab) in state["tasks"].items()
+        }
+        self.seen = {t: int(n) for t, n in state["seen"].items()}
+        self.folded = {k: [int(x) for x in v] for k, v in state["folded"].items()}
+        self._judged = None
+
+    # --- the pattern's own logic (see :mod:`.base`) -------------------------------------
+
+    def _figures(self) -> dict[str, dict[str, Any]]:
+        """Per feature: the stratified figures over every task with both outcomes."""
+        if self._judged is not None:
+            return self._judged
+        strata: dict[str, list[tuple[int, int, int, int]]] = {}
+        tasks_with: dict[str, int] = {}
+        for _, (failed, succeeded, table) in sorted(self.tasks.items()):
+            if not failed or not succeeded:
+                continue
+            for feature, (fw, sw) in table.items():
+                strata.setdefault(feature, []).append((fw, failed - fw, sw, succeeded - sw))
+                if fw:
+                    tasks_with[feature] = tasks_with.get(feature, 0) + 1
+        for feature, (a, b, c, d) in self.folded.items():
+            strata.setdefault(feature, []).append((a, b, c, d))
+        tests = {feature: mantel_haenszel(rows) for feature, rows in strata.items()}
+        adjusted = benjamini_hochberg({f: p for f, (_, p) in tests.items()})
+        out: dict[str, dict[str, Any]] = {}
+        for feature, rows in strata.items():
+            odds = tests[feature][0]
+            out[feature] = {
+                "failed_with": sum(r[0] for r in rows),
+                "failed": sum(r[0] + r[1] for r in rows),
+                "succeeded_with": sum(r[2] for r in rows),
+                "succeeded": sum(r[2] + r[3] for r in rows),
+                "contrast_tasks": tasks_with.get(feature, 0),
+                "odds_ratio": round(odds, 3) if math.isfinite(odds) else None,
+                "p_value": round(adjusted[feature], 6),
+            }
+        self._judged = out
+        return out
+
+    def annotate(self, pattern: Pattern) -> None:
+        """Add the stratified figures; the outcome counters become the contrast's own.
+
+        The reducer counted failed sessions only (the evidence), so its failure rate would be
+        1 by construction: over the tasks with both outcomes, the sessions *with* the feature
+        and how many failed, against all trials of those tasks, say what the lift is.
+        """
+        figures = self._figures().get(str(pattern.subject.get("feature")))
+        if figures is None:
+            return
+        pattern.extra = dict(figures)
+        pattern.subject.update(figures)
+        pattern.known = figures["failed_with"] + figures["succeeded_with"]
+        pattern.failed = figures["failed_with"]
+        pattern.baseline_known = figures["failed"] + figures["succeeded"]
+        pattern.baseline_failed = figures["failed"]
+
+    def judge(self, pattern: Pattern) -> str | None:
+        """None to propose; ``""`` for a call failed trials make no more often than successful
+        ones (no finding: not even reported); else why it is reported, with its figures."""
+        figures = self._figures().get(str(pattern.subject.get("feature")))
+        if figures is None:
+            return ""  # no task with both outcomes made it: nothing to compare
+        odds, p = figures["odds_ratio"], figures["p_value"]
+        if odds is not None and odds < MIN_ODDS:
+            return ""
+        tasks = figures["contrast_tasks"]
+        shown = f"odds ratio {odds}, p = {p:.3g} over {tasks} tasks with both outcomes"
+        if (
+            tasks < self.thresholds.min_tasks
+            or figures["failed_with"] < self.thresholds.min_sessions
+        ):
+            return f"reported, not proposed: too little contrast support ({shown})"
+        if p > ALPHA:
+            return f"reported, not proposed: not significant after correction ({shown})"
+        return None
+
+    def covers(self, pattern: Pattern, memory: MemoryText) -> bool:
+        feature = str(pattern.subject.get("feature", "")).lower()
+        tool, _, arg = feature.partition(" ")
+        if not memory.has_phrase(tool):
+            return False
+        return not arg or memory.has_phrase(arg) or memory.has_phrase(arg.replace("=", " "))
+
+    def slug_source(self, pattern: Pattern) -> str:
+        return f"failing {pattern.subject.get('feature', '')}"
+
+    def note(self, pattern: Pattern) -> tuple[str, str, list[str]]:
+        s = pattern.subject
+        feature = str(s.get("feature", ""))
+        fw, f, sw, n = (
+            s.get("failed_with"),
+            s.get("failed"),
+            s.get("succeeded_with"),
+            s.get("succeeded"),
+        )
+        return (
+            f"Check the rules before `{feature}`: failed trials make this call",
+            f"`{feature}` is over-represented in failed sessions of the same tasks"[:200],
+            [
+                f"Sessions that failed their task called `{feature}` in {fw} of {f} failed "
+                f"trials, against {sw} of {n} successful trials of the same tasks (tasks "
+                f"with both outcomes: {s.get('contrast_tasks')}; Mantel-Haenszel odds ratio "
+                f"{s.get('odds_ratio')}, p = {s.get('p_value')}).",
+                "",
+                "The calls succeed — the failure is silent: the call is what the task or the "
+                "policy did not allow. Rule: before this call, check the policy's conditions "
+                "for it and confirm them with the user; if they do not hold, do not make it.",
+                "",
+                "How to check: compare a failed and a successful trial of one task in the "
+                "evidence below.",
+            ],
+        )
