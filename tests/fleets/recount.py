@@ -277,7 +277,9 @@ def recount(manifest: dict[str, Any]) -> dict[str, Any]:
     found = sessions(manifest)
     return {
         "sessions": len(found),
-        "patterns": {p["id"]: sum(holds(p["rule"], s) for s in found) for p in manifest["patterns"]},
+        "patterns": {
+            p["id"]: sum(holds(p["rule"], s) for s in found) for p in manifest["patterns"]
+        },
     }
 
 
