@@ -33,6 +33,15 @@ Memory: a second dream pass over the first seed's fleet under ``tracemalloc`` (p
 allocations above the level at the start of the pass), and the same on a ``--large`` fleet
 (default 8,000 sessions): flat memory means a ratio near 1 although the fleet is 4x larger.
 
+**Real fleets** (``--real``, on by default when ``../shared/data/transcripts/`` exists): every
+fleet with a ground-truth manifest in ``tests/fleets/`` is imported into a scratch SQLite store
+and dreamed offline ``--repeats`` times by ``tests/fleets/evaluate.py``, which scores the drafts
+against the manifest — recall, precision, prevalence error, share of proposals whose draft
+names the fix, duplicates (see that module) — beside the raw read baseline of the same run
+(plain ``json`` parsing of the same files, as often), with p50/p95 of the transcripts/s over the
+repeats and the peak traced memory of one more pass. The synthetic fleet's rows (above) give
+the same figures for the planted patterns; its scale rows give the memory growth.
+
 Targets (mean over the seeds): recall >= 0.9, precision >= 0.8, mean and max prevalence error
 <= 2 pp, >= 200 transcripts/s, peak memory at the large fleet <= 1.5x the small one.
 ``--quick``: 500 sessions, one seed, a 2,000-session large fleet.
@@ -55,7 +64,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fmt, format_table, write_json
+from _common import fmt, format_table, percentile, write_json
 
 import memdir
 from memdir import OWNER
@@ -370,6 +379,54 @@ def report(
     return verdicts
 
 
+def run_real(repeats: int) -> list[dict[str, Any]]:
+    """Each real fleet's score and timings (``tests/fleets/evaluate.py``), one row per fleet."""
+    fleets_dir = Path(__file__).resolve().parents[1] / "tests" / "fleets"
+    sys.path.insert(0, str(fleets_dir))
+    import evaluate  # the real-fleet evaluation beside the manifests
+
+    rows = []
+    for name in evaluate.fleets():
+        print(f"real fleet {name}: import and dream x{repeats} ...", file=sys.stderr)
+        result, _ = evaluate.evaluate(name, repeats=repeats, trace=True)
+        # p95 of the wall time (the slow tail), as transcripts/s
+        rates = [result.sessions / percentile(result.dream_times, q) for q in (50, 95)]
+        raw_rate = result.sessions / percentile(result.raw_times, 50)
+        rows.append({
+            "fleet": name, "sessions": result.sessions, "proposed": result.drafts,
+            "recall": result.recall, "precision": result.precision,
+            "max_error_pp": result.max_error_pp, "fix_share": result.fix_share,
+            "duplicates": result.duplicates, "parse_junk": result.parse_junk,
+            "probe_errors": result.probe_errors, "missed": result.missed,
+            "unmatched": result.unmatched, "rate_p50": rates[0],
+            "rate_p95": rates[1], "raw_rate_p50": raw_rate,
+            "peak_bytes": result.peak_bytes, "import_s": result.import_s,
+        })  # fmt: skip
+    return rows
+
+
+def report_real(rows: list[dict[str, Any]]) -> None:
+    """The real-fleet table (the targets are the acceptance test's, not a verdict here)."""
+    headers = ["fleet", "sessions", "proposed", "recall", "precision", "prev err pp", "fix share",
+               "dupes", "junk", "probes", "transcripts/s p50", "at p95 time", "raw read/s p50",
+               "peak MB"]  # fmt: skip
+    table = [[
+        r["fleet"], f"{r['sessions']:,}", str(r["proposed"]), fmt(r["recall"]),
+        fmt(r["precision"]), fmt(r["max_error_pp"]), fmt(r["fix_share"]), str(r["duplicates"]),
+        str(r["parse_junk"]), str(r["probe_errors"]), fmt(r["rate_p50"], 0),
+        fmt(r["rate_p95"], 0), fmt(r["raw_rate_p50"], 0),
+        fmt((r["peak_bytes"] or 0) / 1e6),
+    ] for r in rows]  # fmt: skip
+    print(
+        "\nOffline dream on the real fleets, scored against tests/fleets/ manifests (targets: "
+        "recall, precision >= 0.8, prevalence <= 2 pp, fix share 1, no dupes/junk/probes)"
+    )
+    print(format_table(headers, table))
+    for r in rows:
+        if r["missed"] or r["unmatched"]:
+            print(f"  {r['fleet']}: missed {r['missed'] or '-'}; unmatched {r['unmatched'] or '-'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=2000, help="Sessions per fleet.")
@@ -393,6 +450,15 @@ def main() -> int:
         "--verbose",
         action="store_true",
         help="List missed, below-threshold and unplanted proposals per seed.",
+    )
+    parser.add_argument(
+        "--real",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Score the real fleets of tests/fleets/ (default: when the shared data exists).",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="Dream passes per real fleet (p50/p95)."
     )
     parser.add_argument("--json", dest="json_out", help="Also write the figures here.")
     args = parser.parse_args()  # fmt: skip
@@ -424,10 +490,14 @@ def main() -> int:
         for loaded in opened:
             loaded.svc.db.close()
         shutil.rmtree(work, ignore_errors=True)
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+    real = run_real(args.repeats) if (data.is_dir() if args.real is None else args.real) else []
     verdicts = report(rows, memory, entries)
+    if real:
+        report_real(real)
     if args.json_out:
         write_json(args.json_out, {
-            "entries": entries, "seeds": rows, "memory": memory,
+            "entries": entries, "seeds": rows, "memory": memory, "real": real,
             "verdicts": {name: ok for name, ok, _ in verdicts},
         })  # fmt: skip
     return 0 if all(ok for _, ok, _ in verdicts) else 1

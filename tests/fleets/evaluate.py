@@ -81,8 +81,19 @@ class FleetScore:
     missed: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
     import_s: float = 0.0
-    dream_s: float = 0.0
-    raw_s: float = 0.0
+    #: wall seconds of each dream pass and of each raw read of the same files
+    dream_times: list[float] = field(default_factory=list)
+    raw_times: list[float] = field(default_factory=list)
+    #: peak traced Python allocations of one more dream pass (``trace=True``), else None
+    peak_bytes: int | None = None
+
+    @property
+    def dream_s(self) -> float:
+        return sorted(self.dream_times)[len(self.dream_times) // 2] if self.dream_times else 0.0
+
+    @property
+    def raw_s(self) -> float:
+        return sorted(self.raw_times)[len(self.raw_times) // 2] if self.raw_times else 0.0
 
     @property
     def max_error_pp(self) -> float:
@@ -215,9 +226,15 @@ def run_engine(svc: Any, manifest: dict[str, Any]) -> tuple[list[Draft], int]:
     return engine.finish().drafts, count
 
 
-def evaluate(name: str, work: Path | None = None) -> tuple[FleetScore, list[Draft]]:
+def evaluate(
+    name: str, work: Path | None = None, *, repeats: int = 1, trace: bool = False
+) -> tuple[FleetScore, list[Draft]]:
     """Import fleet ``name`` into a scratch store under ``work`` (a temporary directory when
-    None), dream offline and score; returns the score and the drafts."""
+    None), dream offline ``repeats`` times (the passes are deterministic: the last one is
+    scored) and read the raw files as often; ``trace``: one more pass under tracemalloc.
+    Returns the score and the drafts."""
+    import tracemalloc
+
     manifest = recount.load(name)
     if manifest.get("skip"):
         raise ValueError(f"fleet {name} is skipped: {manifest['skip']}")
@@ -232,13 +249,24 @@ def evaluate(name: str, work: Path | None = None) -> tuple[FleetScore, list[Draf
             if report.failed:
                 raise RuntimeError(f"{name}: {len(report.failed)} files failed to import: "
                                    f"{report.failed[:3]}")  # fmt: skip
-            start = time.perf_counter()
-            drafts, count = run_engine(svc, manifest)
-            dream_s = time.perf_counter() - start
+            times, raw = [], []
+            for _ in range(max(1, repeats)):
+                start = time.perf_counter()
+                drafts, count = run_engine(svc, manifest)
+                times.append(time.perf_counter() - start)
+                raw.append(raw_read(manifest))
+            peak = None
+            if trace:
+                tracemalloc.start()
+                base = tracemalloc.get_traced_memory()[0]
+                run_engine(svc, manifest)
+                peak = tracemalloc.get_traced_memory()[1] - base
+                tracemalloc.stop()
         finally:
             svc.db.close()
     result = score(manifest, drafts, count)
-    result.import_s, result.dream_s, result.raw_s = import_s, dream_s, raw_read(manifest)
+    result.import_s, result.dream_times, result.raw_times = import_s, times, raw
+    result.peak_bytes = peak
     return result, drafts
 
 
