@@ -68,7 +68,7 @@ from _common import fmt, format_table, percentile, write_json
 
 import memdir
 from memdir import OWNER
-from memdir.dream.fleet import Fleet, Score, generate, load, score
+from memdir.dream.fleet import Fleet, Score, fix_share, generate, load, score
 from memdir.dream.model import MemoryFile, Pattern, Session
 
 STORE = "dream"
@@ -105,6 +105,7 @@ class DreamPass:
     kept: int
     proposed: list[Pattern] = field(default_factory=list)
     peak_bytes: int | None = None
+    drafts: list[Any] = field(default_factory=list)  # the engine's Draft values (not the service's)
 
 
 def _end() -> dt.datetime:
@@ -193,7 +194,7 @@ def dream_engine(loaded: Loaded, *, trace: bool = False) -> DreamPass:
     peak = _peak(trace, base)
     proposed = [draft.pattern for draft in result.drafts]
     return DreamPass(wall, cpu, read[0], mine, finish, count, len(result.patterns),
-                     len(result.kept), proposed, peak)  # fmt: skip
+                     len(result.kept), proposed, peak, list(result.drafts))  # fmt: skip
 
 
 def patterns_from_report(report: dict[str, Any]) -> list[Pattern]:
@@ -263,7 +264,8 @@ def run_seed(loaded: Loaded, entries: list[str], verbose: bool) -> list[dict[str
     raw_s = (raw_before[0] + raw_after[0]) / 2
     rows = []
     for entry, passed in passes:
-        result: Score = score(passed.proposed, planted)
+        result: Score = score(passed.proposed, planted, shapes=False)  # the classic catalogue
+        shaped: Score = score(passed.proposed, planted)  # with the real-world shapes
         if verbose:
             print(f"\nseed {seed}, {entry}: missed {result.missed or '-'}")
             for title, ids in (("proposed, planted below threshold", result.below_proposed),
@@ -280,6 +282,10 @@ def run_seed(loaded: Loaded, entries: list[str], verbose: bool) -> list[dict[str
             "below_proposed": result.below_proposed, "unmatched": result.unmatched,
             "mean_error_pp": result.mean_error_pp, "max_error_pp": result.max_error_pp,
             "prevalence_errors_pp": result.prevalence_errors,
+            "shapes_recall": shaped.recall, "shapes_precision": shaped.precision,
+            "shapes_missed": [m for m in shaped.missed if m not in result.missed],
+            "junk": shaped.junk, "duplicates": sum(shaped.duplicates.values()),
+            "fix_share": fix_share(passed.drafts, planted) if passed.drafts else math.nan,
             "dream_s": passed.wall_s, "cpu_s": passed.cpu_s, "read_s": passed.read_s,
             "mine_s": passed.mine_s, "finish_s": passed.finish_s,
             "rate": passed.sessions / passed.wall_s, "cpu_rate": passed.sessions / passed.cpu_s,
@@ -312,7 +318,8 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
 
 
 _KEYS = ("recall", "precision", "mean_error_pp", "rate", "cpu_rate", "raw_rate", "dream_s",
-         "read_s", "mine_s")  # fmt: skip
+         "read_s", "mine_s", "shapes_recall", "shapes_precision", "fix_share",
+         "duplicates")  # fmt: skip
 
 
 def _table(rows: list[dict[str, Any]], entries: list[str]) -> dict[str, dict[str, float]]:
@@ -337,8 +344,18 @@ def _table(rows: list[dict[str, Any]], entries: list[str]) -> dict[str, dict[str
                       fmt(m["read_s"]), fmt(m["mine_s"]), fmt(m["rate"], 0),
                       fmt(m["cpu_rate"], 0), fmt(m["raw_rate"], 0),
                       fmt(m["rate"] / m["raw_rate"])])  # fmt: skip
-    print("\nOffline dream on synthetic fleets (planted: above+below threshold; SQLite)")
+    print("\nOffline dream on synthetic fleets, classic catalogue (planted: above+below "
+          "threshold; SQLite)")  # fmt: skip
     print(format_table(headers, table))
+    shape_rows = [[
+        str(r["seed"]), r["entry"], fmt(r["shapes_recall"]), fmt(r["shapes_precision"]),
+        fmt(r["fix_share"]), str(r["duplicates"]), str(len(r["junk"])),
+        ", ".join(r["shapes_missed"]) or "-",
+    ] for r in rows]  # fmt: skip
+    print("\nThe same dreams scored with the real-world shapes (memdir.dream.fleet_shapes): "
+          "fix share = drafts naming the planted fix")  # fmt: skip
+    print(format_table(["seed", "entry", "recall", "precision", "fix share", "dupes", "junk",
+                        "shapes missed"], shape_rows))  # fmt: skip
     return means
 
 

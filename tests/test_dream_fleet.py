@@ -17,7 +17,7 @@ import pytest
 import memdir
 from memdir import OWNER
 from memdir.dream.engine import Engine, EngineConfig
-from memdir.dream.fleet import Fleet, generate, load, score
+from memdir.dream.fleet import Fleet, fix_share, generate, load, score
 from memdir.dream.fleet_shapes import REFUND_LIMIT, SHAPES
 from memdir.dream.model import MINER_NAMES, MemoryFile, Pattern, Session
 
@@ -375,14 +375,25 @@ def test_score_counts_below_threshold_and_unplanted_finds_against_precision(flee
     assert both.duplicates == {"python-no-pytest": 1}
     assert "python-no-pytest" in both.found
     assert both.precision == pytest.approx(4 / 8)
+    from memdir.core.model import Write
+    from memdir.dream.model import Draft
+
+    def draft(pattern: Pattern, body: str) -> Draft:
+        return Draft(pattern, [Write("/org/x.md", body)], "", [], 0.5)
+
+    drafts = [draft(proposed[0], "Works: `npm ci` (18 of 18)"),  # names the fix
+              draft(proposed[1], "`npm ci --frozen-lockfile` keeps failing"),  # names none
+              draft(shaped[1], "run `pip install pytest`, then the tests")]  # fmt: skip
+    assert fix_share(drafts, fleet.planted) == pytest.approx(2 / 3)
+    assert fix_share([], fleet.planted) == 1.0
     classic = score(proposed + shaped, fleet.planted, shapes=False)
     assert (classic.precision, classic.junk, classic.duplicates) == (2 / 5, [], {})
     assert "python-no-pytest" not in classic.found + classic.missed
 
 
 @pytest.fixture(scope="module")
-def proposed(fleet: Fleet, loaded: Any) -> list[Pattern]:
-    """What the offline engine would propose on the fleet (its drafts' patterns)."""
+def drafts(fleet: Fleet, loaded: Any) -> list[Any]:
+    """What the offline engine would propose on the fleet (its drafts)."""
     svc, _ = loaded
     memory = []
     for path in sorted(fleet.memory):
@@ -397,7 +408,12 @@ def proposed(fleet: Fleet, loaded: Any) -> list[Pattern]:
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
-    return [draft.pattern for draft in engine.finish().drafts]
+    return list(engine.finish().drafts)
+
+
+@pytest.fixture(scope="module")
+def proposed(drafts: list[Any]) -> list[Pattern]:
+    return [draft.pattern for draft in drafts]
 
 
 def test_offline_engine_finds_the_planted_patterns(proposed: list[Pattern], fleet: Fleet) -> None:
@@ -415,6 +431,8 @@ SHAPES_FAILING: dict[str, str] = {
     "refund-over-limit": "no contrast of failed and successful sessions: a policy violation "
     "whose call succeeds is missed",
     "junk-stop-closing": "the user simulator's closing turn is read as a correction",
+    "python-no-pytest": "the draft names no fix: a failure is linked only to a similar call, "
+    "not to the install that made the same call work",
 }
 
 
@@ -426,9 +444,10 @@ def _shape(name: str) -> Any:
 
 @pytest.mark.parametrize("name", [_shape(s.id) for s in SHAPES])
 def test_offline_engine_on_the_real_world_shapes(
-    name: str, proposed: list[Pattern], fleet: Fleet
+    name: str, drafts: list[Any], proposed: list[Pattern], fleet: Fleet
 ) -> None:
-    """Each shape found once with its prevalence (or, for junk, never proposed)."""
+    """Each shape found once, with its prevalence and the fix its sessions show (or, for junk,
+    never proposed)."""
     entry = next(p for p in fleet.planted if p["id"] == name)
     result = score(proposed, [entry])
     if entry["junk"]:
@@ -437,3 +456,5 @@ def test_offline_engine_on_the_real_world_shapes(
     assert result.found == [name], [p.id for p in proposed if p.miner != "consolidation"]
     assert result.duplicates == {}, result.duplicates
     assert result.max_error_pp <= 2.0, result.prevalence_errors
+    mine = [d for d in drafts if score([d.pattern], [entry]).found]
+    assert fix_share(mine, [entry]) == 1.0, [d.operations for d in mine]

@@ -46,6 +46,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -70,8 +71,8 @@ from memdir.dream.fleet_formats import (
     say,
     session_uuid,
 )
-from memdir.dream.fleet_shapes import SHAPES
-from memdir.dream.model import Pattern, Thresholds
+from memdir.dream.fleet_shapes import FIXES, SHAPES
+from memdir.dream.model import Draft, Pattern, Thresholds
 
 if TYPE_CHECKING:
     from memdir.core.model import Principal
@@ -84,6 +85,7 @@ __all__ = [
     "Fleet",
     "Score",
     "Spec",
+    "fix_share",
     "generate",
     "load",
     "matches",
@@ -606,7 +608,7 @@ def _manifest(
                       "users": sorted({h.user for h in chosen})},
             "memory": list(spec.memory),
             "session_ids": [names[h.index] for h in chosen],
-            "shape": spec.shape, "junk": spec.junk,
+            "shape": spec.shape, "junk": spec.junk, "fix": FIXES.get(spec.id),
         })  # fmt: skip
     formats = {CLAUDE: 0, CODEX: 0, MINI: 0, OPENAI: 0}
     for h in headers:
@@ -722,6 +724,24 @@ class Score:
     @property
     def max_error_pp(self) -> float:
         return max(self.prevalence_errors.values(), default=0.0)
+
+
+def fix_share(drafts: Iterable[Draft], planted: Sequence[dict[str, Any]]) -> float:
+    """The share of session-pattern drafts whose text names the fix the planting shows: the
+    matched entry's ``fix`` regex (case-insensitive, from :data:`~memdir.dream.fleet_shapes.
+    FIXES`) found in the draft's operations. A draft
+    matching no entry, or one whose planting shows no fix (``fix`` None), names none; store
+    patterns (consolidation), whose operation is the fix, are left out. 1.0 with no drafts."""
+    counted = named = 0
+    for draft in drafts:
+        if draft.pattern.miner == "consolidation":
+            continue
+        counted += 1
+        text = "\n".join(str(getattr(op, name, "") or "") for op in draft.operations
+                         for name in ("content", "new", "text"))  # fmt: skip
+        entries = [e for e in planted if _matches_entry(draft.pattern, e, primary_only=False)]
+        named += any(e.get("fix") and re.search(e["fix"], text, re.I) for e in entries)
+    return named / counted if counted else 1.0
 
 
 def score(

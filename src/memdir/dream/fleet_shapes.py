@@ -35,16 +35,18 @@ from typing import Final
 from memdir.dream.fleet_formats import CLAUDE, FORMAT_ERROR, MINI, OPENAI, Act, Noise, Spec, call
 from memdir.dream.fleet_formats import say as _say
 
-__all__ = ["CLOSINGS", "REFUND_LIMIT", "SHAPES"]
+__all__ = ["CLOSINGS", "FIXES", "REFUND_LIMIT", "SHAPES"]
 
 #: Refunds above this are against the (silent) policy: the call succeeds, the task fails.
 REFUND_LIMIT: Final = 500
-CLOSINGS: Final = ("No, that’s all I needed. Thanks for your help! ###STOP###",
-                   "No, that’s all I needed. Thank you for your help! ###STOP###",
-                   "No, that’s everything I needed. Thanks for your help! ###STOP###",
-                   "No, that covers everything I needed. Thank you for your help! ###STOP###",
-                   "That's everything I needed. Thank you so much for your help!\n\n###STOP###",
-                   "###STOP###")  # fmt: skip (the closings of a real user simulator)
+CLOSINGS: Final = (
+    "No, that’s all I needed. Thanks for your help! ###STOP###",
+    "No, that’s all I needed. Thank you for your help! ###STOP###",
+    "No, that’s everything I needed. Thanks for your help! ###STOP###",
+    "No, that covers everything I needed. Thank you for your help! ###STOP###",
+    "That's everything I needed. Thank you so much for your help!\n\n###STOP###",
+    "###STOP###",
+)  # fmt: skip (the closings of a real user simulator)
 
 
 def _passed(n: Noise) -> str:
@@ -108,6 +110,23 @@ def _heredoc_opening(n: Noise) -> list[Act]:
     note = f"notes_{n.word()}.md"
     return [call("Bash", {"command": f"cat <<'EOF' > {note}\n# {n.sentence(3, 6)}\nEOF"}, "")]
 
+
+#: What names the fix each planting's sessions show, as a regex a draft's text matches
+#: (case-insensitive): the working command, the rule, the file to start from. A planted
+#: pattern left out shows no fix (its failing call is never fixed), so a queued draft for it
+#: names none; consolidation patterns are their own fix.
+FIXES: Final[dict[str, str]] = {
+    "npm-frozen-lockfile": r"`npm ci`", "make-test-renamed": r"make check",
+    "pnpm-preference": r"pnpm", "no-push-main": r"open a (pr|pull request)",
+    "nav-architecture": r"docs/ARCHITECTURE\.md", "nav-ls-src": r"\bsrc\b",
+    "loop-kubectl": r"kubectl wait|--watch|\s-w\b", "ticket-priority": r"priority=high",
+    "cargo-offline": r"`cargo build`", "pip-user": r"`pip install -r requirements\.txt`",
+    "emoji-commits": r"emoji", "nav-makefile": r"Makefile",
+    "loop-healthz": r"--retry|\bsleep\b|\bwait\b",
+    "pytest-not-found": r"python -m pytest", "no-such-table": r"manage\.py migrate",
+    "format-error": r"exactly one (action|bash block|```bash)",
+    "python-no-pytest": r"pip install pytest", "refund-over-limit": r"\b500\b|limit",
+}  # fmt: skip
 
 SHAPES: Final[tuple[Spec, ...]] = (
     Spec("pytest-not-found", "recovery", "bash", "python -m pytest", 0.03,
