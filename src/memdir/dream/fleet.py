@@ -21,12 +21,13 @@ since Claude Code and Codex files carry none). Invariants:
   :class:`~memdir.dream.model.Thresholds` (>= 5 sessions and >= 2 %); the catalogue places
   some at 2.5 % (just above) and some at 1.5 % (just below).
 
-Population: 8 projects, 12 users, 30 agents (a Claude Code agent ``cc-<user>`` per user, on the
-projects of that user's teams; ``codex-<user>`` for 6 of them; 12 operations bots on the OpenAI
-chat format, one home project each; 50 / 15 / 35 % of the sessions), sessions of 10-80 events
+Population: 8 projects, 12 users, up to 42 agents (a Claude Code agent ``cc-<user>`` per user, on
+the projects of that user's teams, a quarter of whose sessions are mini-swe-agent trajectories
+of ``mini-<user>`` instead; ``codex-<user>`` for 6 users; 12 operations bots on the OpenAI chat
+format, one home project each; 38 / 12 / 15 / 35 % of the sessions), sessions of 10-80 events
 spread over the 6 weeks before ``end`` (default ``FLEET_END``).
 
-Manifest ``planted`` entries: ``id``, ``miner`` (one of ``MINER_NAMES``), ``match``
+Manifest ``planted`` entries: ``id``, ``miner`` (one of ``MINER_NAMES``, or None), ``match``
 (``{"tool", "contains"}``: the found pattern's ``subject["tool"]`` — case-insensitive, None for
 miners without a tool — and a substring of its title or subject JSON, or a list of substrings
 any of which will do, for findings a miner may word differently: ``ls src`` / ``list src``),
