@@ -7,10 +7,13 @@ Usage::
 
 For each seed, :func:`memdir.dream.fleet.generate` writes a synthetic fleet of ``--sessions``
 (default 2,000) sessions in a temporary directory — Claude Code session files, Codex CLI
-rollouts and τ-bench-shaped OpenAI chat result files, 30 agents, 8 projects, 12 users, 10-80
-events each, six weeks, with 18 planted patterns (13 meant to be found, 5 planted just below
-the default thresholds) among realistic noise; see the module docstring of
-``memdir.dream.fleet``. The fleet is imported into a fresh SQLite database with the real
+rollouts, mini-swe-agent trajectories and τ-bench-shaped OpenAI chat result files, up to 42
+agents, 8 projects, 12 users, 10-80 events each, six weeks, with the classic catalogue of 18
+planted patterns (13 meant to be found, 5 planted just below the default thresholds) and the
+real-world shapes of ``memdir.dream.fleet_shapes`` (5 to find, 2 junk shapes that must not be
+proposed) among realistic noise; see the module docstrings. The first table scores the classic
+catalogue (``score(..., shapes=False)``), the second the same dreams with the shapes, with the
+share of drafts naming the planted fix (``fix_share``), duplicates and junk. The fleet is imported into a fresh SQLite database with the real
 importers (``MemoryService.import_transcripts``) and its memory files (a stale note, an expired
 one, two near-duplicates, two healthy ones) are written.
 Then, in the same run:
