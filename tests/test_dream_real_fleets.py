@@ -34,8 +34,8 @@ needs_data = pytest.mark.skipif(  # under CI=true a missing data set is a failur
 
 #: Fleets today's engine does not pass, with the root cause (issue: dreaming on real fleets).
 FAILING: dict[str, str] = {
-    "aider-chat-history": "harness feedback (edit-format, no-match, lint) reaches no miner; a URL "
-    "is taken as an error signature",
+    "aider-chat-history": "harness feedback (edit rejected, lint failures) reaches no miner; a "
+    "URL is taken as an error signature",
     "claude-code-happy-cli": "sub-agents of one conversation count as independent sessions, so "
     "one file read by them is proposed as navigation",
     "swe-agent-trajectories": "the editor's syntax-error feedback is filed as a tool error of an "
@@ -71,7 +71,7 @@ def test_manifest_counts_are_the_recount_of_the_raw_files(name: str) -> None:
         assert p["above"] == above, p["id"]
         assert p["fix"] and p["evidence"] and p["match"]
         # fix terms are words of the fix (or synonyms), never the failure's own words
-        assert any(t.lower() in p["fix"].lower() for t in p["fix_terms"]), p["id"]
+        assert not p["queue"] or any(t.lower() in p["fix"].lower() for t in p["fix_terms"]), p["id"]
         if p["rule"]["type"] in ("tool_error", "feedback"):
             assert not any(re.search(p["rule"]["regex"], t) for t in p["fix_terms"]), p["id"]
     if manifest.get("skip"):
