@@ -13,9 +13,10 @@ planted patterns (13 meant to be found, 5 planted just below the default thresho
 real-world shapes of ``memdir.dream.fleet_shapes`` (5 to find, 2 junk shapes that must not be
 proposed) among realistic noise; see the module docstrings. The first table scores the classic
 catalogue (``score(..., shapes=False)``), the second the same dreams with the shapes, with the
-share of drafts naming the planted fix (``fix_share``), duplicates and junk. The fleet is imported into a fresh SQLite database with the real
-importers (``MemoryService.import_transcripts``) and its memory files (a stale note, an expired
-one, two near-duplicates, two healthy ones) are written.
+share of drafts naming the planted fix (``fix_share``), duplicates and junk. The fleet is
+imported into a fresh SQLite database with the real importers
+(``MemoryService.import_transcripts``) and its memory files (a stale note, an expired one, two
+near-duplicates, two healthy ones) are written.
 Then, in the same run:
 
 - **raw read** (the baseline): stdlib ``sqlite3`` reads every transcript's events, one
