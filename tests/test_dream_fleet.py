@@ -431,8 +431,9 @@ SHAPES_FAILING: dict[str, str] = {
     "refund-over-limit": "no contrast of failed and successful sessions: a policy violation "
     "whose call succeeds is missed",
     "junk-stop-closing": "the user simulator's closing turn is read as a correction",
-    "python-no-pytest": "the draft names no fix: a failure is linked only to a similar call, "
-    "not to the install that made the same call work",
+    "python-no-pytest": "program families are counted apart (python, python3 and "
+    "/usr/bin/python3 split one cause) and the draft names no fix: a failure is linked only to "
+    "a similar call, not to the install that made the same call work",
 }
 
 
