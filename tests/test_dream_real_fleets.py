@@ -38,8 +38,8 @@ FAILING: dict[str, str] = {
     "URL is taken as an error signature",
     "claude-code-happy-cli": "sub-agents of one conversation count as independent sessions, so "
     "one file read by them is proposed as navigation",
-    "swe-agent-trajectories": "the editor's syntax-error feedback is filed as a tool error of an "
-    "edit block (split by wording, subject holds end_of_edit) with no fix in the draft",
+    "swe-agent-trajectories": "the proposal counts the 7 sessions where the fix worked, not the "
+    "8 the failure affected (4.5 pp on 22 sessions)",
     "tau-bench-airline": "no contrast of failed and successful sessions: policy violations whose "
     "calls succeed are missed; drafts carry no fix",
     "tau2-airline": "the user simulator's ###STOP### closing is proposed as a correction; no "

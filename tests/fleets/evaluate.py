@@ -14,8 +14,9 @@ scores the drafts — what the run would queue:
 - **prevalence error**: per found pattern, |draft prevalence − manifest prevalence| in
   percentage points (the closest matching draft);
 - **fix share**: drafts whose note text names the fix the sessions show — one of the matched
-  pattern's ``fix_terms`` that is not already in the draft's title or subject (the failure's
-  own words are no fix); a draft matching no pattern names none;
+  pattern's ``fix_terms`` that is not in what the subject says of the failure (its
+  signature, command, input: the failure's own words are no fix); a draft matching no pattern
+  names none;
 - **duplicates**: drafts beyond the first for one manifest pattern;
 - **parse junk**: drafts whose subject holds heredoc or redirection tokens, or a harness
   wrapper as its signature (:data:`JUNK_TOKENS`);
@@ -121,6 +122,13 @@ def _text(draft: Draft) -> str:
     return (p.title + "\n" + json.dumps(p.subject, ensure_ascii=False, sort_keys=True)).lower()
 
 
+def _failure_text(draft: Draft) -> str:
+    """What the draft's subject says about the failure itself (its words are no fix)."""
+    subject = draft.pattern.subject
+    keys = ("signature", "command", "input", "failed", "error")
+    return " ".join(str(subject.get(k, "")) for k in keys).lower()
+
+
 def _body(draft: Draft) -> str:
     parts = [str(getattr(op, name, "") or "") for op in draft.operations
              for name in ("content", "new", "text")]  # fmt: skip
@@ -182,7 +190,7 @@ def score(manifest: dict[str, Any], drafts: Sequence[Draft], sessions: int) -> F
             good += 1
         else:
             result.unmatched.append(draft.pattern.id)
-        body, said = _body(draft), _text(draft)
+        body, said = _body(draft), _failure_text(draft)
         terms = [t.lower() for p in mine for t in p["fix_terms"]]
         if any(t in body and t not in said for t in terms):
             fixed += 1
