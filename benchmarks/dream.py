@@ -7,12 +7,16 @@ Usage::
 
 For each seed, :func:`memdir.dream.fleet.generate` writes a synthetic fleet of ``--sessions``
 (default 2,000) sessions in a temporary directory — Claude Code session files, Codex CLI
-rollouts and τ-bench-shaped OpenAI chat result files, 30 agents, 8 projects, 12 users, 10-80
-events each, six weeks, with 18 planted patterns (13 meant to be found, 5 planted just below
-the default thresholds) among realistic noise; see the module docstring of
-``memdir.dream.fleet``. The fleet is imported into a fresh SQLite database with the real
-importers (``MemoryService.import_transcripts``) and its memory files (a stale note, an expired
-one, two near-duplicates, two healthy ones) are written.
+rollouts, mini-swe-agent trajectories and τ-bench-shaped OpenAI chat result files, up to 42
+agents, 8 projects, 12 users, 10-80 events each, six weeks, with the classic catalogue of 18
+planted patterns (13 meant to be found, 5 planted just below the default thresholds) and the
+real-world shapes of ``memdir.dream.fleet_shapes`` (5 to find, 2 junk shapes that must not be
+proposed) among realistic noise; see the module docstrings. The first table scores the classic
+catalogue (``score(..., shapes=False)``), the second the same dreams with the shapes, with the
+share of drafts naming the planted fix (``fix_share``), duplicates and junk. The fleet is
+imported into a fresh SQLite database with the real importers
+(``MemoryService.import_transcripts``) and its memory files (a stale note, an expired one, two
+near-duplicates, two healthy ones) are written.
 Then, in the same run:
 
 - **raw read** (the baseline): stdlib ``sqlite3`` reads every transcript's events, one
@@ -32,6 +36,15 @@ proposed patterns (matching a below-threshold one, or nothing planted, counts ag
 Memory: a second dream pass over the first seed's fleet under ``tracemalloc`` (peak of Python
 allocations above the level at the start of the pass), and the same on a ``--large`` fleet
 (default 8,000 sessions): flat memory means a ratio near 1 although the fleet is 4x larger.
+
+**Real fleets** (``--real``, on by default when ``../shared/data/transcripts/`` exists): every
+fleet with a ground-truth manifest in ``tests/fleets/`` is imported into a scratch SQLite store
+and dreamed offline ``--repeats`` times by ``tests/fleets/evaluate.py``, which scores the drafts
+against the manifest — recall, precision, prevalence error, share of proposals whose draft
+names the fix, duplicates (see that module) — beside the raw read baseline of the same run
+(plain ``json`` parsing of the same files, as often), with p50/p95 of the transcripts/s over the
+repeats and the peak traced memory of one more pass. The synthetic fleet's rows (above) give
+the same figures for the planted patterns; its scale rows give the memory growth.
 
 Targets (mean over the seeds): recall >= 0.9, precision >= 0.8, mean and max prevalence error
 <= 2 pp, >= 200 transcripts/s, peak memory at the large fleet <= 1.5x the small one.
@@ -55,11 +68,11 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from _common import fmt, format_table, write_json
+from _common import fmt, format_table, percentile, write_json
 
 import memdir
 from memdir import OWNER
-from memdir.dream.fleet import Fleet, Score, generate, load, score
+from memdir.dream.fleet import Fleet, Score, fix_share, generate, load, score
 from memdir.dream.model import MemoryFile, Pattern, Session
 
 STORE = "dream"
@@ -96,6 +109,7 @@ class DreamPass:
     kept: int
     proposed: list[Pattern] = field(default_factory=list)
     peak_bytes: int | None = None
+    drafts: list[Any] = field(default_factory=list)  # the engine's Draft values (not the service's)
 
 
 def _end() -> dt.datetime:
@@ -184,7 +198,7 @@ def dream_engine(loaded: Loaded, *, trace: bool = False) -> DreamPass:
     peak = _peak(trace, base)
     proposed = [draft.pattern for draft in result.drafts]
     return DreamPass(wall, cpu, read[0], mine, finish, count, len(result.patterns),
-                     len(result.kept), proposed, peak)  # fmt: skip
+                     len(result.kept), proposed, peak, list(result.drafts))  # fmt: skip
 
 
 def patterns_from_report(report: dict[str, Any]) -> list[Pattern]:
@@ -254,7 +268,8 @@ def run_seed(loaded: Loaded, entries: list[str], verbose: bool) -> list[dict[str
     raw_s = (raw_before[0] + raw_after[0]) / 2
     rows = []
     for entry, passed in passes:
-        result: Score = score(passed.proposed, planted)
+        result: Score = score(passed.proposed, planted, shapes=False)  # the classic catalogue
+        shaped: Score = score(passed.proposed, planted)  # with the real-world shapes
         if verbose:
             print(f"\nseed {seed}, {entry}: missed {result.missed or '-'}")
             for title, ids in (("proposed, planted below threshold", result.below_proposed),
@@ -271,6 +286,10 @@ def run_seed(loaded: Loaded, entries: list[str], verbose: bool) -> list[dict[str
             "below_proposed": result.below_proposed, "unmatched": result.unmatched,
             "mean_error_pp": result.mean_error_pp, "max_error_pp": result.max_error_pp,
             "prevalence_errors_pp": result.prevalence_errors,
+            "shapes_recall": shaped.recall, "shapes_precision": shaped.precision,
+            "shapes_missed": [m for m in shaped.missed if m not in result.missed],
+            "junk": shaped.junk, "duplicates": sum(shaped.duplicates.values()),
+            "fix_share": fix_share(passed.drafts, planted) if passed.drafts else math.nan,
             "dream_s": passed.wall_s, "cpu_s": passed.cpu_s, "read_s": passed.read_s,
             "mine_s": passed.mine_s, "finish_s": passed.finish_s,
             "rate": passed.sessions / passed.wall_s, "cpu_rate": passed.sessions / passed.cpu_s,
@@ -303,7 +322,8 @@ def _mean(rows: list[dict[str, Any]], key: str) -> float:
 
 
 _KEYS = ("recall", "precision", "mean_error_pp", "rate", "cpu_rate", "raw_rate", "dream_s",
-         "read_s", "mine_s")  # fmt: skip
+         "read_s", "mine_s", "shapes_recall", "shapes_precision", "fix_share",
+         "duplicates")  # fmt: skip
 
 
 def _table(rows: list[dict[str, Any]], entries: list[str]) -> dict[str, dict[str, float]]:
@@ -328,8 +348,18 @@ def _table(rows: list[dict[str, Any]], entries: list[str]) -> dict[str, dict[str
                       fmt(m["read_s"]), fmt(m["mine_s"]), fmt(m["rate"], 0),
                       fmt(m["cpu_rate"], 0), fmt(m["raw_rate"], 0),
                       fmt(m["rate"] / m["raw_rate"])])  # fmt: skip
-    print("\nOffline dream on synthetic fleets (planted: above+below threshold; SQLite)")
+    print("\nOffline dream on synthetic fleets, classic catalogue (planted: above+below "
+          "threshold; SQLite)")  # fmt: skip
     print(format_table(headers, table))
+    shape_rows = [[
+        str(r["seed"]), r["entry"], fmt(r["shapes_recall"]), fmt(r["shapes_precision"]),
+        fmt(r["fix_share"]), str(r["duplicates"]), str(len(r["junk"])),
+        ", ".join(r["shapes_missed"]) or "-",
+    ] for r in rows]  # fmt: skip
+    print("\nThe same dreams scored with the real-world shapes (memdir.dream.fleet_shapes): "
+          "fix share = drafts naming the planted fix")  # fmt: skip
+    print(format_table(["seed", "entry", "recall", "precision", "fix share", "dupes", "junk",
+                        "shapes missed"], shape_rows))  # fmt: skip
     return means
 
 
@@ -370,6 +400,54 @@ def report(
     return verdicts
 
 
+def run_real(repeats: int) -> list[dict[str, Any]]:
+    """Each real fleet's score and timings (``tests/fleets/evaluate.py``), one row per fleet."""
+    fleets_dir = Path(__file__).resolve().parents[1] / "tests" / "fleets"
+    sys.path.insert(0, str(fleets_dir))
+    import evaluate  # the real-fleet evaluation beside the manifests
+
+    rows = []
+    for name in evaluate.fleets():
+        print(f"real fleet {name}: import and dream x{repeats} ...", file=sys.stderr)
+        result, _ = evaluate.evaluate(name, repeats=repeats, trace=True)
+        # p95 of the wall time (the slow tail), as transcripts/s
+        rates = [result.sessions / percentile(result.dream_times, q) for q in (50, 95)]
+        raw_rate = result.sessions / percentile(result.raw_times, 50)
+        rows.append({
+            "fleet": name, "sessions": result.sessions, "proposed": result.drafts,
+            "recall": result.recall, "precision": result.precision,
+            "max_error_pp": result.max_error_pp, "fix_share": result.fix_share,
+            "duplicates": result.duplicates, "parse_junk": result.parse_junk,
+            "probe_errors": result.probe_errors, "missed": result.missed,
+            "unmatched": result.unmatched, "rate_p50": rates[0],
+            "rate_p95": rates[1], "raw_rate_p50": raw_rate,
+            "peak_bytes": result.peak_bytes, "import_s": result.import_s,
+        })  # fmt: skip
+    return rows
+
+
+def report_real(rows: list[dict[str, Any]]) -> None:
+    """The real-fleet table (the targets are the acceptance test's, not a verdict here)."""
+    headers = ["fleet", "sessions", "proposed", "recall", "precision", "prev err pp", "fix share",
+               "dupes", "junk", "probes", "transcripts/s p50", "at p95 time", "raw read/s p50",
+               "peak MB"]  # fmt: skip
+    table = [[
+        r["fleet"], f"{r['sessions']:,}", str(r["proposed"]), fmt(r["recall"]),
+        fmt(r["precision"]), fmt(r["max_error_pp"]), fmt(r["fix_share"]), str(r["duplicates"]),
+        str(r["parse_junk"]), str(r["probe_errors"]), fmt(r["rate_p50"], 0),
+        fmt(r["rate_p95"], 0), fmt(r["raw_rate_p50"], 0),
+        fmt((r["peak_bytes"] or 0) / 1e6),
+    ] for r in rows]  # fmt: skip
+    print(
+        "\nOffline dream on the real fleets, scored against tests/fleets/ manifests (targets: "
+        "recall, precision >= 0.8, prevalence <= 2 pp, fix share 1, no dupes/junk/probes)"
+    )
+    print(format_table(headers, table))
+    for r in rows:
+        if r["missed"] or r["unmatched"]:
+            print(f"  {r['fleet']}: missed {r['missed'] or '-'}; unmatched {r['unmatched'] or '-'}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--sessions", type=int, default=2000, help="Sessions per fleet.")
@@ -393,6 +471,15 @@ def main() -> int:
         "--verbose",
         action="store_true",
         help="List missed, below-threshold and unplanted proposals per seed.",
+    )
+    parser.add_argument(
+        "--real",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Score the real fleets of tests/fleets/ (default: when the shared data exists).",
+    )
+    parser.add_argument(
+        "--repeats", type=int, default=3, help="Dream passes per real fleet (p50/p95)."
     )
     parser.add_argument("--json", dest="json_out", help="Also write the figures here.")
     args = parser.parse_args()  # fmt: skip
@@ -424,10 +511,14 @@ def main() -> int:
         for loaded in opened:
             loaded.svc.db.close()
         shutil.rmtree(work, ignore_errors=True)
+    data = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+    real = run_real(args.repeats) if (data.is_dir() if args.real is None else args.real) else []
     verdicts = report(rows, memory, entries)
+    if real:
+        report_real(real)
     if args.json_out:
         write_json(args.json_out, {
-            "entries": entries, "seeds": rows, "memory": memory,
+            "entries": entries, "seeds": rows, "memory": memory, "real": real,
             "verdicts": {name: ok for name, ok, _ in verdicts},
         })  # fmt: skip
     return 0 if all(ok for _, ok, _ in verdicts) else 1

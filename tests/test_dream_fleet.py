@@ -7,6 +7,7 @@ from __future__ import annotations
 import datetime as dt
 import difflib
 import json
+import re
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -16,7 +17,8 @@ import pytest
 import memdir
 from memdir import OWNER
 from memdir.dream.engine import Engine, EngineConfig
-from memdir.dream.fleet import Fleet, generate, load, score
+from memdir.dream.fleet import Fleet, fix_share, generate, load, score
+from memdir.dream.fleet_shapes import REFUND_LIMIT, SHAPES
 from memdir.dream.model import MINER_NAMES, MemoryFile, Pattern, Session
 
 SESSIONS = 300
@@ -81,11 +83,11 @@ def test_formats_import_cleanly_with_their_labels(fleet: Fleet, loaded: Any) -> 
     assert min(lengths) >= 10 and max(lengths) <= 80
     assert max(lengths) - min(lengths) >= 40
     starts = sorted(i.started_at for i in infos if i.started_at)
-    assert len(starts) == SESSIONS
+    assert len(starts) == SESSIONS - manifest["formats"]["swe-agent"]  # trajectories keep none
     assert starts[-1] - starts[0] >= dt.timedelta(weeks=4)
     assert starts[-1] <= fleet.now
     names = {p["format"] for p in manifest["planted"] if p["format"]}
-    assert names == {"claude-code", "codex", "openai-chat"}
+    assert names == {"claude-code", "codex", "openai-chat", "swe-agent"}
 
 
 # --- reading the raw files, independently of the generator and the importers ------------
@@ -164,8 +166,41 @@ def _codex_session(path: Path) -> tuple[str, list[Call], list[str]]:
     return session, [tuple(calls[i]) for i in order], users  # type: ignore[misc]
 
 
+_BLOCK = re.compile(r"```bash\n(.*?)\n```", re.S)
+_OBSERVATION = re.compile(r"^<returncode>(-?\d+)</returncode>\n<output>\n(.*)\n</output>$", re.S)
+
+
+def _mini_session(path: Path) -> tuple[list[Call], list[str]]:
+    """A mini-swe-agent trajectory: a bash block's observation is the next user turn, its exit
+    code only inside ``<returncode>``; other user turns (the task, harness feedback) are users'."""
+    calls: list[Call] = []
+    users: list[str] = []
+    command: str | None = None
+    for message in json.loads(path.read_text(encoding="utf-8"))["messages"]:
+        text = message["content"]
+        if message["role"] == "user" and command is not None:
+            found = _OBSERVATION.match(text)
+            assert found, text[:200]
+            calls.append(("bash", {"command": command}, found.group(2), found.group(1) != "0"))
+            command = None
+        elif message["role"] == "user":
+            users.append(text)
+        elif message["role"] == "assistant":
+            block = _BLOCK.search(text)
+            command = block.group(1) if block else None
+    return calls, users
+
+
+def _rewards(root: Path) -> dict[str, float]:
+    return {f"{path.stem}/task-{e['task_id']}/trial-{e['trial']}": e["reward"]
+            for path in (root / "openai").rglob("*.json")
+            for e in json.loads(path.read_text(encoding="utf-8"))}  # fmt: skip
+
+
 def _sessions(root: Path) -> dict[str, tuple[list[Call], list[str]]]:
     found = {p.stem: _claude_session(p) for p in (root / "claude").rglob("*.jsonl")}
+    for path in (root / "mini").rglob("*.traj.json"):
+        found[f"{path.parent.name}/{path.name.removesuffix('.traj.json')}"] = _mini_session(path)
     for path in (root / "codex").rglob("*.jsonl"):
         session, calls, users = _codex_session(path)
         found[session] = (calls, users)
@@ -175,7 +210,7 @@ def _sessions(root: Path) -> dict[str, tuple[list[Call], list[str]]]:
 
 
 def _cmd(c: Call) -> str:
-    return str(c[1].get("command", "")) if c[0] in ("Bash", "shell") else ""
+    return str(c[1].get("command", "")) if c[0] in ("Bash", "shell", "bash") else ""
 
 
 def _then(
@@ -225,6 +260,18 @@ PROBES: dict[str, Callable[[list[Call], list[str]], bool]] = {
     "emoji-commits": lambda c, u: _said(u, "emoji"),
     "nav-makefile": lambda c, u: any(_cmd(x) == "cat Makefile" for x in c[:3]),
     "loop-healthz": lambda c, u: _run(c, "curl -s http://localhost:8080/healthz") >= 3,
+    # the real-world shapes
+    "pytest-not-found": lambda c, u: any(
+        x[3] and _cmd(x).startswith("pytest -q ")
+        and any(_cmd(y) == "python -m " + _cmd(x) and not y[3] for y in c[i + 1 : i + 4])
+        for i, x in enumerate(c)),
+    "no-such-table": lambda c, u: _failed(c, "bash", "sqlite3.OperationalError: no such table"),
+    "format-error": lambda c, u: _said(u, "exactly one action in triple backticks"),
+    "python-no-pytest": lambda c, u: _failed(c, "Bash", "No module named pytest"),
+    "refund-over-limit": lambda c, u: any(
+        x[0] == "issue_refund" and x[1]["amount"] > REFUND_LIMIT for x in c),
+    "junk-stop-closing": lambda c, u: any(t.endswith("###STOP###") for t in u),
+    "junk-heredoc-lookup": lambda c, u: bool(c) and _cmd(c[0]).startswith("cat <<'EOF' > notes_"),
 }  # fmt: skip
 
 
@@ -233,7 +280,7 @@ def test_manifest_is_what_the_files_hold(fleet: Fleet) -> None:
     assert len(sessions) == SESSIONS
     planted = fleet.planted
     assert len(planted) >= 12
-    assert {p["miner"] for p in planted} <= set(MINER_NAMES)
+    assert {p["miner"] for p in planted} <= {*MINER_NAMES, None}  # None: any miner
     kinds = {p["miner"] for p in planted}
     assert {"tool_errors", "recovery", "corrections", "exploration", "loops", "stale_memory",
             "consolidation"} <= kinds  # fmt: skip
@@ -249,6 +296,14 @@ def test_manifest_is_what_the_files_hold(fleet: Fleet) -> None:
         assert entry["above"] == (entry["intended"] == "above"), entry["id"]
     intended = [p["intended"] for p in planted]
     assert intended.count("above") >= 8 and intended.count("below") >= 4
+    rewards = _rewards(fleet.out_dir)  # a silent policy failure fails its session's task
+    refunds = next(p for p in planted if p["id"] == "refund-over-limit")["session_ids"]
+    assert refunds and all(rewards[name] == 0.0 for name in refunds)
+    small = [n for n, (c, _) in sessions.items() if n in rewards and n not in refunds
+             and any(x[0] == "issue_refund" for x in c)]  # fmt: skip
+    assert small and any(rewards[n] == 1.0 for n in small)  # refunds alone do not fail a task
+    wrapped = [x for calls, _ in sessions.values() for x in calls if x[0] == "bash"]
+    assert any(x[3] for x in wrapped) and not any(x[2].startswith("Exit code") for x in wrapped)
 
 
 def test_memory_seed_makes_a_note_stale_expired_and_duplicated(fleet: Fleet) -> None:
@@ -298,16 +353,47 @@ def test_score_counts_below_threshold_and_unplanted_finds_against_precision(flee
     ]  # fmt: skip
     result = score(proposed, fleet.planted)
     assert result.found == ["npm-frozen-lockfile"]
-    above = [p for p in fleet.planted if p["above"]]
+    above = [p for p in fleet.planted if p["above"] and not p["junk"]]
     assert result.recall == pytest.approx(1 / len(above))
     assert result.precision == pytest.approx(2 / 5)
     assert result.below_proposed == [proposed[2].id]
     assert result.unmatched == [proposed[3].id, proposed[4].id]  # wrong tool for the lookup
     assert result.prevalence_errors["npm-frozen-lockfile"] == pytest.approx(3 / SESSIONS * 100)
     assert score([], fleet.planted).recall == 0.0
+    # the shapes: junk counts against precision; two proposals for one cause are a duplicate;
+    # scored without the shapes, both are left out
+    shaped = [
+        _pattern("corrections", {"text": "No, that's all I needed. Thanks! ###STOP###",
+                                 "terms": ["needed", "stop###"]}, 30),
+        _pattern("tool_errors", {"tool": "Bash", "signature": "python: No module named pytest"},
+                 5),
+        _pattern("tool_errors", {"tool": "Bash", "signature": "python3: No module named pytest"},
+                 4),
+    ]  # fmt: skip
+    both = score(proposed + shaped, fleet.planted)
+    assert both.junk == [shaped[0].id]
+    assert both.duplicates == {"python-no-pytest": 1}
+    assert "python-no-pytest" in both.found
+    assert both.precision == pytest.approx(4 / 8)
+    from memdir.core.model import Write
+    from memdir.dream.model import Draft
+
+    def draft(pattern: Pattern, body: str) -> Draft:
+        return Draft(pattern, [Write("/org/x.md", body)], "", [], 0.5)
+
+    drafts = [draft(proposed[0], "Works: `npm ci` (18 of 18)"),  # names the fix
+              draft(proposed[1], "`npm ci --frozen-lockfile` keeps failing"),  # names none
+              draft(shaped[1], "run `pip install pytest`, then the tests")]  # fmt: skip
+    assert fix_share(drafts, fleet.planted) == pytest.approx(2 / 3)
+    assert fix_share([], fleet.planted) == 1.0
+    classic = score(proposed + shaped, fleet.planted, shapes=False)
+    assert (classic.precision, classic.junk, classic.duplicates) == (2 / 5, [], {})
+    assert "python-no-pytest" not in classic.found + classic.missed
 
 
-def test_offline_engine_finds_the_planted_patterns(fleet: Fleet, loaded: Any) -> None:
+@pytest.fixture(scope="module")
+def drafts(fleet: Fleet, loaded: Any) -> list[Any]:
+    """What the offline engine would propose on the fleet (its drafts)."""
     svc, _ = loaded
     memory = []
     for path in sorted(fleet.memory):
@@ -322,9 +408,53 @@ def test_offline_engine_finds_the_planted_patterns(fleet: Fleet, loaded: Any) ->
         if page.next_cursor is None:
             break
         cursor = page.next_cursor
-    result = engine.finish()
-    proposed = [draft.pattern for draft in result.drafts]
-    found = score(proposed, fleet.planted)
+    return list(engine.finish().drafts)
+
+
+@pytest.fixture(scope="module")
+def proposed(drafts: list[Any]) -> list[Pattern]:
+    return [draft.pattern for draft in drafts]
+
+
+def test_offline_engine_finds_the_planted_patterns(proposed: list[Pattern], fleet: Fleet) -> None:
+    found = score(proposed, fleet.planted, shapes=False)  # the classic catalogue
     assert found.recall >= 0.9, found.missed
-    assert found.precision >= 0.8, (found.below_proposed, found.unmatched)
+    assert found.precision >= 0.9, (found.below_proposed, found.unmatched)
     assert found.max_error_pp <= 2.0, found.prevalence_errors
+
+
+#: Shapes today's engine gets wrong, by root cause (the marker goes when the cause is fixed).
+SHAPES_FAILING: dict[str, str] = {
+    "no-such-table": "the draft names no fix: the migration after which the same script worked "
+    "is not linked to the failure",
+    "format-error": "harness feedback in user turns reaches no miner",
+    "refund-over-limit": "no contrast of failed and successful sessions: a policy violation "
+    "whose call succeeds is missed",
+    "junk-stop-closing": "the user simulator's closing turn is read as a correction",
+    "python-no-pytest": "the draft names no fix: the install after which the same call worked "
+    "is not linked to the failure",
+}
+
+
+def _shape(name: str) -> Any:
+    if name in SHAPES_FAILING:
+        return pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=SHAPES_FAILING[name]))
+    return name
+
+
+@pytest.mark.parametrize("name", [_shape(s.id) for s in SHAPES])
+def test_offline_engine_on_the_real_world_shapes(
+    name: str, drafts: list[Any], proposed: list[Pattern], fleet: Fleet
+) -> None:
+    """Each shape found once, with its prevalence and the fix its sessions show (or, for junk,
+    never proposed)."""
+    entry = next(p for p in fleet.planted if p["id"] == name)
+    result = score(proposed, [entry])
+    if entry["junk"]:
+        assert result.junk == [], result.junk
+        return
+    assert result.found == [name], [p.id for p in proposed if p.miner != "consolidation"]
+    assert result.duplicates == {}, result.duplicates
+    assert result.max_error_pp <= 2.0, result.prevalence_errors
+    mine = [d for d in drafts if score([d.pattern], [entry]).found]
+    assert fix_share(mine, [entry]) == 1.0, [d.operations for d in mine]

@@ -3,7 +3,8 @@
 :func:`generate` writes ``sessions`` agent sessions as transcript files in three formats the
 importers read — Claude Code session JSONL under ``claude/<agent>/<project dir>/<id>.jsonl``,
 Codex CLI rollouts under ``codex/<agent>/<project>/rollout-*.jsonl`` and τ-bench-shaped
-OpenAI chat result files under ``openai/<agent>/results-NNN.json`` — plus ``manifest.json``:
+OpenAI chat result files under ``openai/<agent>/results-NNN.json``, mini-swe-agent trajectories
+under ``mini/<agent>/<project>/<id>.traj.json`` — plus ``manifest.json``:
 the ground truth (with ``imports``: each directory and the scope labels to import it with,
 since Claude Code and Codex files carry none). Invariants:
 
@@ -20,19 +21,22 @@ since Claude Code and Codex files carry none). Invariants:
   :class:`~memdir.dream.model.Thresholds` (>= 5 sessions and >= 2 %); the catalogue places
   some at 2.5 % (just above) and some at 1.5 % (just below).
 
-Population: 8 projects, 12 users, 30 agents (a Claude Code agent ``cc-<user>`` per user, on the
-projects of that user's teams; ``codex-<user>`` for 6 of them; 12 operations bots on the OpenAI
-chat format, one home project each; 50 / 15 / 35 % of the sessions), sessions of 10-80 events
+Population: 8 projects, 12 users, up to 42 agents (a Claude Code agent ``cc-<user>`` per user, on
+the projects of that user's teams, a quarter of whose sessions are mini-swe-agent trajectories
+of ``mini-<user>`` instead; ``codex-<user>`` for 6 users; 12 operations bots on the OpenAI chat
+format, one home project each; 38 / 12 / 15 / 35 % of the sessions), sessions of 10-80 events
 spread over the 6 weeks before ``end`` (default ``FLEET_END``).
 
-Manifest ``planted`` entries: ``id``, ``miner`` (one of ``MINER_NAMES``), ``match``
+Manifest ``planted`` entries: ``id``, ``miner`` (one of ``MINER_NAMES``, or None), ``match``
 (``{"tool", "contains"}``: the found pattern's ``subject["tool"]`` — case-insensitive, None for
 miners without a tool — and a substring of its title or subject JSON, or a list of substrings
 any of which will do, for findings a miner may word differently: ``ls src`` / ``list src``),
 ``accept`` (other findings the same planting legitimately causes, e.g. the ``tool_errors``
 pattern of a failing flag whose recovery is planted), ``sessions``, ``prevalence``, ``above``,
-``scope``, ``session_ids`` and, for memory patterns, the ``memory`` files they concern
-(``prevalence`` None).
+``scope``, ``session_ids``, for memory patterns the ``memory`` files they concern
+(``prevalence`` None), and ``shape`` / ``junk`` for the real-world shapes of
+:mod:`memdir.dream.fleet_shapes` (``miner`` None: any miner's finding will do; a ``junk``
+entry is planted noise that must not be proposed).
 
 :func:`score` compares any list of found :class:`~memdir.dream.model.Pattern` values with the
 manifest (see its docstring), so it serves the engine and the service run alike.
@@ -43,6 +47,7 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
+import re
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -51,19 +56,24 @@ from typing import TYPE_CHECKING, Any, Final
 from memdir.dream.fleet_formats import (
     CLAUDE,
     CODEX,
+    MINI,
     OPENAI,
     Act,
+    Builder,
     Noise,
+    Spec,
     act_events,
     call,
     claude_lines,
     codex_lines,
     event_count,
+    mini_trajectory,
     openai_element,
     say,
     session_uuid,
 )
-from memdir.dream.model import Pattern, Thresholds
+from memdir.dream.fleet_shapes import FIXES, SHAPES
+from memdir.dream.model import Draft, Pattern, Thresholds
 
 if TYPE_CHECKING:
     from memdir.core.model import Principal
@@ -76,6 +86,7 @@ __all__ = [
     "Fleet",
     "Score",
     "Spec",
+    "fix_share",
     "generate",
     "load",
     "matches",
@@ -96,6 +107,9 @@ SPAN_DAYS: Final = 42
 RECENT_DAYS: Final = 28
 _OPENAI_SHARE: Final = 0.35
 _CODEX_SHARE: Final = 0.15
+#: Of the Claude Code sessions, the share written as mini-swe-agent trajectories instead
+#: (chosen by a stream of its own, so the other sessions are those of a fleet without them).
+_MINI_OF_CLAUDE: Final = 0.24
 #: Users who also run Codex CLI (agents ``codex-<user>``).
 _CODEX_USERS: Final = 6
 _PER_RESULT_FILE: Final = 100
@@ -114,34 +128,6 @@ class _Header:
     project: str
     start: dt.datetime
     length: int
-
-
-Builder = Callable[[Noise], list[Act]]
-
-
-@dataclass(frozen=True)
-class Spec:
-    """A pattern to plant: what a dream should find, where, how often, and its acts.
-
-    ``place``: ``opening`` (the session's first calls), ``body`` (anywhere after them),
-    ``late`` (after the first 8 calls), ``memory`` (no sessions: the store itself).
-    ``user`` ``top`` / ``second``: the user with the most / second most sessions of ``format``.
-    """
-
-    id: str
-    miner: str
-    tool: str | None
-    contains: str | tuple[str, ...]
-    prevalence: float
-    description: str
-    format: str | None = CLAUDE
-    projects: tuple[str, ...] = ()
-    user: str | None = None
-    recent: bool = False
-    place: str = "body"
-    build: Builder | None = None
-    accept: tuple[tuple[str, str | None, str], ...] = ()
-    memory: tuple[str, ...] = ()
 
 
 def _npm(n: Noise) -> list[Act]:
@@ -346,6 +332,7 @@ CATALOGUE: Final[tuple[Spec, ...]] = (
          "the agent polls a health endpoint 3-4 times", place="late",
          build=_loop("curl -s http://localhost:8080/healthz",
                      lambda n: n.rng.choice(('{"status":"starting"}', '{"status":"ok"}')), 3, 4)),
+    *SHAPES,  # the real-world shapes (memdir.dream.fleet_shapes), scored apart
 )  # fmt: skip
 
 
@@ -382,6 +369,7 @@ def _headers(seed: int, sessions: int, end: dt.datetime) -> list[_Header]:
             teams[rng.choice(PROJECTS)].append(user)
     homes = {bot: PROJECTS[i % len(PROJECTS)] for i, bot in enumerate(BOTS)}
     coders = sorted(rng.sample(USERS, _CODEX_USERS))
+    mini = random.Random(f"{seed}:mini")
     span = SPAN_DAYS * 86400
     starts = sorted(rng.uniform(0, span - 3 * 3600) for _ in range(sessions))
     out = []
@@ -400,7 +388,10 @@ def _headers(seed: int, sessions: int, end: dt.datetime) -> list[_Header]:
         else:
             project = rng.choices(PROJECTS, _PROJECT_WEIGHTS)[0]
             user = rng.choice(sorted(teams[project]))
-            out.append(_Header(index, CLAUDE, f"cc-{user}", user, project, start, length))
+            if mini.random() < _MINI_OF_CLAUDE:
+                out.append(_Header(index, MINI, f"mini-{user}", user, project, start, length))
+            else:
+                out.append(_Header(index, CLAUDE, f"cc-{user}", user, project, start, length))
     return out
 
 
@@ -478,6 +469,9 @@ def _compose(header: _Header, specs: list[Spec], rng: random.Random) -> list[Act
     acts.append(say("assistant", noise.sentence(10, 30)))
     if rng.random() < 0.5:
         acts.append(say("user", noise.closing_user()))
+    for spec in specs:
+        if spec.place == "closing" and spec.build is not None:
+            acts.extend(spec.build(noise))  # drawn last: the rest of the session is unchanged
     return acts
 
 
@@ -547,6 +541,14 @@ def _write_session(out_dir: Path, seed: int, h: _Header, specs: list[Spec]) -> t
     session = session_uuid(rng)
     acts = _compose(h, specs, rng)
     cwd = f"/home/{h.user}/src/{h.project}"
+    if h.format == MINI:
+        folder = f"mini/{h.agent}/{h.project}"
+        (out_dir / folder).mkdir(parents=True, exist_ok=True)
+        system = f"You are a helpful assistant that can interact with a shell in {cwd}."
+        value = mini_trajectory(acts, rng, system=system)
+        text = json.dumps(value, indent=1, ensure_ascii=False) + "\n"
+        (out_dir / folder / f"{session}.traj.json").write_text(text, encoding="utf-8")
+        return folder, f"{h.project}/{session}", event_count(acts, h.format)
     if h.format == CLAUDE:
         folder = f"claude/{h.agent}/{_project_dir(h.user, h.project)}"
         name, lines = f"{session}.jsonl", claude_lines
@@ -593,8 +595,8 @@ def _manifest(
         chosen = [headers[i] for i in plan[spec.id]]
         count = len(chosen)
         memory = spec.place == "memory"
-        above = memory or (count >= thresholds.min_sessions
-                           and count / total >= thresholds.prevalence_for(spec.miner))  # fmt: skip
+        floor = thresholds.prevalence_for(spec.miner or "")
+        above = memory or (count >= thresholds.min_sessions and count / total >= floor)
         planted.append({
             "id": spec.id, "miner": spec.miner, "description": spec.description,
             "match": {"tool": spec.tool, "contains": _json_contains(spec.contains)},
@@ -607,8 +609,9 @@ def _manifest(
                       "users": sorted({h.user for h in chosen})},
             "memory": list(spec.memory),
             "session_ids": [names[h.index] for h in chosen],
+            "shape": spec.shape, "junk": spec.junk, "fix": FIXES.get(spec.id),
         })  # fmt: skip
-    formats = {CLAUDE: 0, CODEX: 0, OPENAI: 0}
+    formats = {CLAUDE: 0, CODEX: 0, MINI: 0, OPENAI: 0}
     for h in headers:
         formats[h.format] += 1
     imports = [
@@ -660,14 +663,16 @@ def _json_contains(contains: str | tuple[str, ...]) -> str | list[str]:
     return contains if isinstance(contains, str) else list(contains)
 
 
-def matches(pattern: Pattern, miner: str, tool: str | None, contains: str | Sequence[str]) -> bool:
+def matches(
+    pattern: Pattern, miner: str | None, tool: str | None, contains: str | Sequence[str]
+) -> bool:
     """Is ``pattern`` the finding described by ``(miner, tool, contains)``?
 
-    Same miner; the subject's ``tool`` equal to ``tool`` ignoring case (when ``tool`` is set);
-    ``contains`` (or one of them, for a list) a case-insensitive substring of the title or the
-    subject's JSON.
+    Same miner (any, when ``miner`` is None); the subject's ``tool`` equal to ``tool`` ignoring
+    case (when ``tool`` is set); ``contains`` (or one of them, for a list) a case-insensitive
+    substring of the title or the subject's JSON.
     """
-    if pattern.miner != miner:
+    if miner is not None and pattern.miner != miner:
         return False
     if tool is not None and str(pattern.subject.get("tool", "")).lower() != tool.lower():
         return False
@@ -695,7 +700,11 @@ class Score:
     above-threshold planted pattern / proposed patterns — one matching only a below-threshold
     planted pattern, or nothing planted, counts against it. ``prevalence_errors``: per found
     planted pattern with sessions, |reported - true| prevalence in percentage points (of the
-    best-matching proposed pattern: the primary finding when there is one).
+    best-matching proposed pattern: the primary finding when there is one). ``junk``:
+    proposed patterns matching a planted ``junk`` entry (counted against precision too).
+    ``duplicates``: per found planted pattern, its matching proposals beyond the first (one
+    cause, one proposal — counted for the real-world shapes, where the accepted findings of a
+    planting are that same cause).
     """
 
     recall: float
@@ -705,6 +714,8 @@ class Score:
     below_proposed: list[str] = field(default_factory=list)
     unmatched: list[str] = field(default_factory=list)
     prevalence_errors: dict[str, float] = field(default_factory=dict)
+    junk: list[str] = field(default_factory=list)
+    duplicates: dict[str, int] = field(default_factory=dict)
 
     @property
     def mean_error_pp(self) -> float:
@@ -716,11 +727,43 @@ class Score:
         return max(self.prevalence_errors.values(), default=0.0)
 
 
-def score(proposed: Iterable[Pattern], planted: Sequence[dict[str, Any]]) -> Score:
-    """Score ``proposed`` patterns against the manifest's ``planted`` list (see :class:`Score`)."""
+def fix_share(drafts: Iterable[Draft], planted: Sequence[dict[str, Any]]) -> float:
+    """The share of session-pattern drafts whose text names the fix the planting shows: the
+    matched entry's ``fix`` regex (case-insensitive, from :data:`~memdir.dream.fleet_shapes.
+    FIXES`) found in the draft's operations. A draft
+    matching no entry, or one whose planting shows no fix (``fix`` None), names none; store
+    patterns (consolidation), whose operation is the fix, are left out. 1.0 with no drafts."""
+    counted = named = 0
+    for draft in drafts:
+        if draft.pattern.miner == "consolidation":
+            continue
+        counted += 1
+        text = "\n".join(str(getattr(op, name, "") or "") for op in draft.operations
+                         for name in ("content", "new", "text"))  # fmt: skip
+        entries = [e for e in planted if _matches_entry(draft.pattern, e, primary_only=False)]
+        named += any(e.get("fix") and re.search(e["fix"], text, re.I) for e in entries)
+    return named / counted if counted else 1.0
+
+
+def score(
+    proposed: Iterable[Pattern], planted: Sequence[dict[str, Any]], *, shapes: bool = True
+) -> Score:
+    """Score ``proposed`` patterns against the manifest's ``planted`` list (see :class:`Score`).
+
+    ``shapes=False`` scores the classic catalogue alone: the real-world shapes' entries are
+    left out, and so are the proposals matching one of them (found or junk), so the figures
+    are those of a fleet without the shapes.
+    """
     proposed = list(proposed)
-    above = [e for e in planted if e["above"]]
-    below = [e for e in planted if not e["above"]]
+    shaped = [e for e in planted if e.get("shape")]
+    if not shapes:
+        planted = [e for e in planted if not e.get("shape")]
+        proposed = [
+            p for p in proposed if not any(_matches_entry(p, e, primary_only=False) for e in shaped)
+        ]
+    junk = [e for e in planted if e.get("junk")]
+    above = [e for e in planted if e["above"] and not e.get("junk")]
+    below = [e for e in planted if not e["above"] and not e.get("junk")]
     result = Score(recall=0.0, precision=0.0)
     for entry in above:
         hits = [p for p in proposed if _matches_entry(p, entry, primary_only=False)]
@@ -728,13 +771,17 @@ def score(proposed: Iterable[Pattern], planted: Sequence[dict[str, Any]]) -> Sco
             result.missed.append(entry["id"])
             continue
         result.found.append(entry["id"])
+        if entry.get("shape") and len(hits) > 1:
+            result.duplicates[entry["id"]] = len(hits) - 1
         if entry["prevalence"] is not None:
             primary = [p for p in hits if _matches_entry(p, entry, primary_only=True)]
             best = min(primary or hits, key=lambda p: abs(p.prevalence - entry["prevalence"]))
             result.prevalence_errors[entry["id"]] = abs(best.prevalence - entry["prevalence"]) * 100
     good = 0
     for pattern in proposed:
-        if any(_matches_entry(pattern, e, primary_only=False) for e in above):
+        if any(_matches_entry(pattern, e, primary_only=False) for e in junk):
+            result.junk.append(pattern.id)
+        elif any(_matches_entry(pattern, e, primary_only=False) for e in above):
             good += 1
         elif any(_matches_entry(pattern, e, primary_only=False) for e in below):
             result.below_proposed.append(pattern.id)

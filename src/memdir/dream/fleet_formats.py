@@ -15,6 +15,12 @@ tool call with its result), then serialised to a transcript format the importers
   ``user``, ``agent``) and ``started_at`` at the element's top level, function tools called
   one per assistant message, a failing tool result's content starting with ``Error: `` (the
   format's ``is_error`` rule).
+- **mini-swe-agent** trajectories (:func:`mini_trajectory`): ``{info, messages,
+  trajectory_format}``, the harness's wrapped shape — an assistant turn's fenced ``bash``
+  block is the action, the next user turn its observation, ``<returncode>N</returncode>`` and
+  ``<output>…</output>`` with no exit code or error flag anywhere else. File tools become the
+  shell commands such an agent types: a file write is a heredoc with a redirection
+  (``cat <<'EOF' > path``).
 
 Event counts (:func:`event_count`) follow what the importers make of each act, so the planner
 can aim at a session length: Claude Code — a user turn 1, an assistant turn 2 (text + usage), a
@@ -32,21 +38,25 @@ from __future__ import annotations
 import datetime as dt
 import json
 import random
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, Final
 
 __all__ = [
     "CLAUDE",
     "CODEX",
+    "MINI",
     "OPENAI",
     "Act",
+    "Builder",
     "Noise",
+    "Spec",
     "act_events",
     "call",
     "claude_lines",
     "codex_lines",
     "event_count",
+    "mini_trajectory",
     "openai_element",
     "say",
     "session_uuid",
@@ -55,6 +65,7 @@ __all__ = [
 CLAUDE: Final = "claude-code"
 OPENAI: Final = "openai-chat"
 CODEX: Final = "codex"
+MINI: Final = "swe-agent"  # the importer of SWE-agent and mini-swe-agent trajectories
 _MODEL: Final = "claude-sonnet-4-5-20250929"
 _ALNUM: Final = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 _CC_VERSION: Final = "2.0.14"
@@ -66,6 +77,8 @@ class Act:
 
     ``kind`` is ``user`` / ``assistant`` (``text``) or ``call`` (``tool``, ``input``,
     ``output``, ``exit_code`` for shell calls, ``error`` for a failed call of any tool).
+    ``fails_task``: the session fails its task because of this act although the act itself
+    succeeds (a silent policy violation): the session's outcome (reward) is a failure.
     """
 
     kind: str
@@ -75,6 +88,7 @@ class Act:
     output: str = ""
     error: bool = False
     exit_code: int | None = None
+    fails_task: bool = False
 
 
 def say(role: str, text: str) -> Act:
@@ -83,22 +97,61 @@ def say(role: str, text: str) -> Act:
 
 def call(
     tool: str, input: dict[str, Any], output: str, *, error: bool = False,
-    exit_code: int | None = None,
+    exit_code: int | None = None, fails_task: bool = False,
 ) -> Act:  # fmt: skip
     """A tool call and its result; a non-zero ``exit_code`` marks a shell call's exit."""
-    return Act("call", tool=tool, input=input, output=output, error=error, exit_code=exit_code)
+    return Act("call", tool=tool, input=input, output=output, error=error, exit_code=exit_code,
+               fails_task=fails_task)  # fmt: skip
 
 
 def act_events(acts: list[Act], fmt: str) -> int:
     """How many events the importer of ``fmt`` makes of ``acts`` (see the module docstring)."""
     if fmt in (CLAUDE, CODEX):
         return sum(3 if a.kind == "call" else 2 if a.kind == "assistant" else 1 for a in acts)
+    if fmt == MINI:
+        return sum(3 if a.kind == "call" else 1 for a in acts)
     return sum(2 if a.kind == "call" else 1 for a in acts)
 
 
 def event_count(acts: list[Act], fmt: str) -> int:
-    """The events of a whole session of ``acts`` (with the system prompt of OpenAI chat)."""
-    return act_events(acts, fmt) + (1 if fmt == OPENAI else 0)
+    """The events of a whole session of ``acts`` (with the system prompt of OpenAI chat and
+    mini-swe-agent)."""
+    return act_events(acts, fmt) + (1 if fmt in (OPENAI, MINI) else 0)
+
+
+Builder = Callable[["Noise"], list[Act]]
+
+
+@dataclass(frozen=True)
+class Spec:
+    """A pattern to plant: what a dream should find, where, how often, and its acts.
+
+    ``miner``: the miner expected to find it, or None when any miner's finding will do (a
+    shape no built-in miner is named for). ``place``: ``opening`` (the session's first calls),
+    ``body`` (anywhere after them), ``late`` (after the first 8 calls), ``closing`` (the
+    session's last turns), ``memory`` (no sessions: the store itself). ``user`` ``top`` /
+    ``second``: the user with the most / second most sessions of ``format``. ``shape``: one of
+    the real-world shapes (``memdir.dream.fleet_shapes``), scored apart from the catalogue's
+    classic patterns. ``junk``: planted noise that must *not* become a proposal (a simulator's
+    closing, a heredoc taken for a lookup); a proposal matching it is junk.
+    """
+
+    id: str
+    miner: str | None
+    tool: str | None
+    contains: str | tuple[str, ...]
+    prevalence: float
+    description: str
+    format: str | None = CLAUDE
+    projects: tuple[str, ...] = ()
+    user: str | None = None
+    recent: bool = False
+    place: str = "body"
+    build: Builder | None = None
+    accept: tuple[tuple[str, str | None, str], ...] = ()
+    memory: tuple[str, ...] = ()
+    shape: bool = False
+    junk: bool = False
 
 
 # --- vocabulary --------------------------------------------------------------------------
@@ -303,6 +356,11 @@ class Noise:
             invoice = self.ident("in_")
             act = call("get_invoice", {"invoice_id": invoice}, json.dumps({
                 "id": invoice, "amount_due": rng.randint(0, 5000), "status": "paid"}))  # fmt: skip
+        elif roll < 0.93:  # refunds within the policy limit: successful sessions have them too
+            order, amount = self.ident("ord_"), rng.randint(5, 200)
+            act = call("issue_refund", {"order_id": order, "amount": amount, "reason": self.word()},
+                       json.dumps({"refund_id": self.ident("re_"), "order_id": order,
+                                   "status": "issued", "amount": amount}))  # fmt: skip
         else:
             ticket = self.ident("T-", 6)
             act = call("update_ticket", {"ticket_id": ticket, "note": self.sentence(4, 10)},
@@ -473,10 +531,61 @@ def openai_element(
                      "content": act.output})  # fmt: skip
     failed = any(a.kind == "call" and a.error for a in acts)
     reward = 0.0 if failed and rng.random() < 0.6 else float(rng.random() < 0.8)
+    if any(a.fails_task for a in acts):
+        reward = 0.0
     return {
         "task_id": task_id, "trial": 0, "reward": reward, **labels,
         "started_at": _iso(start),
         "info": {"task": {"instruction": acts[0].text if acts else ""},
                  "reward_info": {"reward": reward}},
         "traj": traj,
+    }  # fmt: skip
+
+
+# --- mini-swe-agent trajectories ------------------------------------------------------------
+
+#: What mini-swe-agent answers a turn without exactly one action (its format error).
+FORMAT_ERROR: Final = (
+    "Please always provide EXACTLY ONE action in triple backticks, found {found} actions.\n\n"
+    "Please format your response exactly as follows:\n\n<response_example>\nHere are some "
+    "thoughts about why you want to perform the action.\n\n```bash\n<action>\n```\n"
+    "</response_example>"
+)
+
+
+def _mini_command(act: Act) -> tuple[str, str, int]:
+    """A Claude Code shaped call as a shell agent types it: (command, output, exit code)."""
+    data, code = act.input, act.exit_code or 0
+    if act.tool == "Read":
+        return f"cat {data['file_path']}", act.output, 0
+    if act.tool == "Grep":
+        empty = act.output == "No files found"
+        command = f"grep -rln {data['pattern']} {data['path']}"
+        return command, "" if empty else act.output, int(empty)
+    if act.tool == "Glob":
+        return f"find . -path './{data['pattern']}'", act.output, 0
+    if act.tool == "Edit":
+        body = str(data["new_string"])
+        return f"cat <<'EOF' > {data['file_path']}\n{body}\nEOF", "", 0
+    return str(data["command"]), act.output, code
+
+
+def mini_trajectory(acts: list[Act], rng: random.Random, *, system: str) -> dict[str, Any]:
+    """The session as a mini-swe-agent ``.traj.json`` value (see the module docstring)."""
+    messages: list[dict[str, Any]] = [{"role": "system", "content": system}]
+    for act in acts:
+        if act.kind != "call":
+            messages.append({"role": act.kind, "content": act.text})
+            continue
+        command, output, code = _mini_command(act)
+        thought = f"THOUGHT: {rng.choice(('Next', 'Now', 'Let me'))} run this.\n\n"
+        messages.append({"role": "assistant", "content": f"{thought}```bash\n{command}\n```"})
+        observation = f"<returncode>{code}</returncode>\n<output>\n{output}\n</output>"
+        messages.append({"role": "user", "content": observation})
+    status = "Submitted" if rng.random() < 0.8 else "LimitsExceeded"
+    return {
+        "info": {"exit_status": status, "submission": "", "mini_version": "1.9.0",
+                 "model_stats": {"instance_cost": round(rng.uniform(0.01, 0.9), 4),
+                                 "api_calls": sum(a.kind == "call" for a in acts)}},
+        "messages": messages, "trajectory_format": "mini-swe-agent-1",
     }  # fmt: skip
