@@ -430,7 +430,6 @@ SHAPES_FAILING: dict[str, str] = {
     "format-error": "harness feedback in user turns reaches no miner",
     "refund-over-limit": "no contrast of failed and successful sessions: a policy violation "
     "whose call succeeds is missed",
-    "junk-stop-closing": "the user simulator's closing turn is read as a correction",
     "python-no-pytest": "the draft names no fix: the install after which the same call worked "
     "is not linked to the failure",
 }

@@ -90,7 +90,10 @@ KINDS: Final = (
         r"maximum (?:number of )?(?:steps|iterations|turns)|\bexit_(?:cost|context|format)\b",
         re.I)),
     ("continue", re.compile(
-        r"^please continue|continue (?:working|on the task)|keep working|you should never ask",
+        # "keep working" alone is how simulated customers talk ("I prefer to keep working
+        # with you"); a harness names the task
+        r"^please continue|continue (?:working|on the task)|keep working on (?:the|your) task|"
+        r"you should never ask",
         re.I)),
     ("warning", re.compile(r"^(?:warning|warn)\b[:!]?|^\W*warning:", re.I)),
     ("environment", re.compile(
