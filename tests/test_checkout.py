@@ -20,7 +20,6 @@ from typing import Any
 import pytest
 
 import memdir
-from memdir import OWNER
 from memdir.checkout import STATE_FILE, checkout, sync
 from memdir.checkout.sync import _replace_checked
 from memdir.core.content import sha256_hex
