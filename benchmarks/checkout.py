@@ -42,10 +42,31 @@ from memdir.checkout.gitexport import export_git
 from memdir.core.content import DEFAULT_MAX_BYTES
 
 DATA = Path(__file__).resolve().parents[1].parent / "shared" / "data"
-WORDS = (
-    "memory agent store file version commit review policy path token sync checkout conflict "
-    "change feed history diff branch tree merge note rule fact"
-).split()
+WORDS = [
+    "memory",
+    "agent",
+    "store",
+    "file",
+    "version",
+    "commit",
+    "review",
+    "policy",
+    "path",
+    "token",
+    "sync",
+    "checkout",
+    "conflict",
+    "change",
+    "feed",
+    "history",
+    "diff",
+    "branch",
+    "tree",
+    "merge",
+    "note",
+    "rule",
+    "fact",
+]
 
 
 def synthetic(n: int, seed: int = 1) -> dict[str, str]:
