@@ -223,6 +223,13 @@ def test_rights_read_only_files_and_proposals_per_file(tmp_path: Path) -> None:
     assert {p.path for p in after.proposals} == {"/org/new.md", "/projects/acme/guarded.md"}
     state = json.loads((work / STATE_FILE).read_text())
     assert "/org/rules.md" not in state["proposals"]
+    with memdir.Client(db=db) as owner:
+        owner.reject_proposal(proposed["/projects/acme/guarded.md"])
+    with memdir.Client(db=db, principal="agent:bot") as bot:
+        rejected = sync(bot, work)
+    messages = {p.path: p.message for p in rejected.proposals}
+    assert "was rejected" in messages["/projects/acme/guarded.md"]
+    assert "still waits" in messages["/org/new.md"] and not rejected.commits
     assert state["files"]["/org/rules.md"]["sha256"] == sha256_hex("rules\nrule two\n")
 
 

@@ -158,7 +158,7 @@ def export_git(
     svc: MemoryService, principal: Principal, store: str, dest: Path, *, prefix: str = "/"
 ) -> GitExportReport:
     """Write (or extend) a git repository at ``dest`` with the store's history."""
-    from dulwich import porcelain
+    from dulwich.errors import NotGitRepository
     from dulwich.objects import Blob, Commit
     from dulwich.repo import Repo
 
@@ -174,7 +174,7 @@ def export_git(
         try:
             repo = Repo(str(dest))
             state = json.loads(Path(repo.controldir(), STATE).read_text(encoding="utf-8"))
-        except (OSError, ValueError, MemdirError, Exception) as exc:  # not ours to extend
+        except (OSError, ValueError, NotGitRepository) as exc:  # not ours to extend
             raise InvalidInput(
                 f"{dest} exists and is not a memdir git export ({exc}); export into a new or "
                 "empty directory",

@@ -296,13 +296,7 @@ class _Sync:
                     self.adopt.append(path)  # accepted as proposed
                     continue
                 if here == pending.sha256 and there == base:
-                    report.proposals.append(
-                        Problem(
-                            path,
-                            f"still waits for review as proposal {pending.proposal}",
-                            pending.proposal,
-                        )
-                    )
+                    report.proposals.append(Problem(path, self._waiting(pending), pending.proposal))
                     continue
             if here == base:
                 if there != base:
@@ -332,6 +326,19 @@ class _Sync:
             report.commits.append(result.commit)
             report.revision = max(report.revision, result.revision)
         state.revision = report.revision
+
+    def _waiting(self, pending: Pending) -> str:
+        """What became of a proposal this checkout queued (asked once per sync and file)."""
+        try:
+            status = self.client.proposal(pending.proposal).status
+        except MemdirError:
+            status = "unknown"
+        if status in ("open", "conflicted"):
+            return f"still waits for review as proposal {pending.proposal} ({status})"
+        return (
+            f"proposal {pending.proposal} was {status}; your text is kept here and not sent "
+            "again: change the file to propose anew"
+        )
 
     # --- deciding ----------------------------------------------------------------------------
 
