@@ -105,6 +105,12 @@ def real() -> tuple[dict[str, str], int]:
 
 
 def load(svc: memdir.MemoryService, files: dict[str, str]) -> None:
+    """Load the files as they are: real chats quote keys and instructions, which the default
+    screening would refuse or queue; this measures directories, not screening."""
+    from memdir.core.policy import DEFAULT_POLICY_YAML
+
+    permissive = re.sub(r"(?m)^(  \w+): \w+$", r"\1: allow", DEFAULT_POLICY_YAML)
+    svc.set_policy(OWNER, "default", permissive)
     items = sorted(files.items())
     for start in range(0, len(items), 500):
         ops = [Write(p, t, if_absent=True) for p, t in items[start : start + 500]]
