@@ -121,8 +121,9 @@ def test_git_export_of_a_long_history_agrees_with_memdir(svc: MemoryService, tmp
               "separator=)|%(trailers:key=Memdir-Commit,valueonly,separator=)|%s")  # fmt: skip
     for line, info in zip(log.splitlines(), history, strict=True):
         actor, stamp, session, commit, subject = line.split("|")
+        subject_wanted = info.reason or f"memdir revision {info.revision}"
         assert (actor, commit, session, subject) == (info.actor, info.id, info.session or "",
-                                                     info.reason or f"memdir revision {info.revision}")  # fmt: skip
+                                                     subject_wanted)  # fmt: skip
         assert int(stamp) == int(info.created_at.timestamp())
 
     # the redacted secret is in no object; the placeholder says what happened
