@@ -71,7 +71,7 @@ def target(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Target]:
     if request.param == "embedded":
         yield Target(db)
         return
-    from test_sdk import Server
+    from test_checkout_watch import Server
 
     (tmp_path / "serve").mkdir()
     server = Server(tmp_path / "serve")

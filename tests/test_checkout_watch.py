@@ -19,9 +19,16 @@ from memdir.checkout import checkout
 from memdir.checkout.sync import SyncReport
 from memdir.checkout.watch import watch
 from memdir.core.errors import MemdirError
-from test_sdk import Server
+from test_sdk import Server as SdkServer
 
 ROUNDS = 12
+
+
+class Server(SdkServer):
+    """`memdir serve` as the SDK tests start it, given longer to start on a busy machine."""
+
+    def _wait(self, timeout: float = 240) -> str:
+        return super()._wait(timeout)
 
 
 @pytest.fixture
