@@ -43,6 +43,7 @@ from memdir.core.model import (
 )
 from memdir.core.paths import normalize_prefix, validate_path
 from memdir.core.policy import POLICY_PATH, RESERVED_PREFIX
+from memdir.directory import DirectoryMixin
 from memdir.dreams import DreamsMixin
 from memdir.governance import GovernanceMixin
 from memdir.history import HistoryMixin
@@ -75,6 +76,7 @@ class MemoryService(
     PrincipalsMixin,
     GovernanceMixin,
     TranscriptsMixin,
+    DirectoryMixin,
 ):
     """Store operations over one database, for any principal.
 

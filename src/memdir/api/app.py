@@ -39,6 +39,7 @@ from memdir.api.routes import (
     admin,
     browse,
     changes,
+    checkout,
     context,
     dreams,
     files,
@@ -88,7 +89,18 @@ def create_app(
         service = MemoryService(database, **settings.service_limits())
     routers = [
         m.router
-        for m in (files, browse, context, history, review, changes, transcripts, dreams, admin)
+        for m in (
+            files,
+            browse,
+            checkout,
+            context,
+            history,
+            review,
+            changes,
+            transcripts,
+            dreams,
+            admin,
+        )
     ]
     tokens = TokenCache(api_settings.token_cache_seconds)
     state = AppState(service, Metrics(), tokens, owns, methods_by_route(routers))

@@ -92,10 +92,25 @@ def backup(app: App, file: Path) -> None:
 @verb(cli, "export")
 @click.argument("directory", type=click.Path(file_okay=False, path_type=Path))
 @click.option("--prefix", default="/", help="Only files under this directory.")
-def export(app: App, directory: Path, prefix: str) -> None:
-    """Write the store's files (or a prefix) to DIRECTORY as plain markdown files."""
+@click.option(
+    "--git",
+    "as_git",
+    is_flag=True,
+    help="Write the full history as a git repository (re-run to append new commits).",
+)
+def export(app: App, directory: Path, prefix: str, as_git: bool) -> None:
+    """Write the store's files (or a prefix) to DIRECTORY as plain markdown files; with
+    --git, its whole history as a git repository, one git commit per store commit."""
     from memdir.transfer import export_tree
 
+    if as_git:
+        from memdir.checkout.gitexport import export_git
+
+        report = export_git(app.service(), app.principal, app.store, directory, prefix=prefix)
+        emit(app.as_json, report,
+             f"exported {report.added} new commits to {directory} ({report.total} in all, "
+             f"revision {report.revision})")  # fmt: skip
+        return
     count = export_tree(app.service(), app.principal, app.store, prefix, directory)
     emit(app.as_json, {"files": count, "directory": str(directory)},
          f"exported {count} files to {directory}")  # fmt: skip

@@ -62,6 +62,7 @@ def _register() -> None:
         admin,
         browse,
         context,
+        directory,
         dream,
         files,
         governance,

@@ -10,7 +10,7 @@ import httpx2
 
 from memdir.core.errors import MemdirError
 from memdir.core.model import ChangeEvent, Provenance
-from memdir.sdk import _context, _dreams
+from memdir.sdk import _checkout, _context, _dreams
 from memdir.sdk._base import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, _BaseClient
 from memdir.sdk._wire import (
     Call,
@@ -183,6 +183,8 @@ class AsyncClient(_BaseClient):
     context = _awaitable(_context._context)
     context_data = _awaitable(_context._context_data)
     stale = _awaitable(_context._stale)
+    checkout_files = _awaitable(_checkout._checkout_files)
+    path_rights = _awaitable(_checkout._path_rights)
 
     async def follow(
         self, after: int = 0, *, wait: float = 30.0, store: str | None = None

@@ -10,7 +10,7 @@ import httpx2
 
 from memdir.core.errors import MemdirError
 from memdir.core.model import ChangeEvent, Provenance
-from memdir.sdk import _context, _dreams
+from memdir.sdk import _checkout, _context, _dreams
 from memdir.sdk._base import DEFAULT_MAX_RETRIES, DEFAULT_TIMEOUT, _BaseClient
 from memdir.sdk._local import SyncASGITransport
 from memdir.sdk._wire import (
@@ -186,6 +186,8 @@ class Client(_BaseClient):
     context = _blocking(_context._context)
     context_data = _blocking(_context._context_data)
     stale = _blocking(_context._stale)
+    checkout_files = _blocking(_checkout._checkout_files)
+    path_rights = _blocking(_checkout._path_rights)
 
     def follow(
         self, after: int = 0, *, wait: float = 30.0, store: str | None = None
