@@ -394,7 +394,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             "thresholds": config.to_json()["thresholds"],
             "sessions": {
                 "selected": selected, "processed": state.processed,
-                "agents": len(state.agents), "projects": len(state.projects),
+                "agents": len(state.agents - {""}), "projects": len(state.projects),
             },
             "source_scopes": [source_scopes(c) for c in sorted(state.classes)],
             "memory_files": len(memory), "usage": usage,

@@ -131,9 +131,11 @@ def _statistics_line(pattern: Pattern) -> str:
     when = ""
     if pattern.first_seen and pattern.last_seen:
         when = f"; first seen {pattern.first_seen.date()}, last seen {pattern.last_seen.date()}"
+    named = len([a for a in pattern.agents if a])  # transcripts without an agent name: none
     line = (
         f"Seen in {pattern.sessions} of {pattern.sessions_selected} sessions "
-        f"({pattern.prevalence:.1%}), {_count(len([a for a in pattern.agents if a]), 'agent')}"
+        f"({pattern.prevalence:.1%})"
+        + (f", {_count(named, 'agent')}" if named else "")
         + (f", projects: {', '.join(projects[:8])}" if projects else "")
         + when
         + "."
@@ -346,11 +348,11 @@ def _rationale(pattern: Pattern, operations: list[Operation]) -> str:
         why += (
             f" Memory states what now fails ({', '.join(pattern.memory_paths) or s.get('path')})."
         )
-    if pattern.variants:
-        top, count = next(iter(pattern.variants.items()))
+    named_variants = [(v, n) for v, n in pattern.variants.items() if v]
+    if len(named_variants) > 1:  # one variant in every session tells a reviewer nothing
         total = sum(pattern.variants.values())
-        if top:
-            why += f" Most frequent variant: {top} ({count} of {total})."
+        shown = ", ".join(f"{v} ({n} of {total})" for v, n in named_variants[:3])
+        why += f" Variants: {shown}."
     return why
 
 

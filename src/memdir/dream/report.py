@@ -137,8 +137,9 @@ def markdown(report: dict[str, Any]) -> str:
             f"### {entry['title']}",
             "",
             f"- {entry['miner']} · {entry['sessions']}/{entry['sessions_selected']} sessions "
-            f"({_pct(entry.get('prevalence'))}) · {entry.get('agents', 0)} agents · "
-            f"coverage: {entry.get('coverage')} · confidence {entry.get('confidence')}",
+            f"({_pct(entry.get('prevalence'))}) · "
+            + (f"{entry['agents']} agents · " if entry.get("agents") else "")
+            + f"coverage: {entry.get('coverage')} · confidence {entry.get('confidence')}",
             f"- proposal `{entry.get('proposal') or '(dry run)'}` on "
             + ", ".join(f"`{p}`" for p in entry.get("paths", [])),
         ]
