@@ -130,7 +130,7 @@ def markdown_html(text: str) -> Markup:
 
 def _day(value: str) -> dt.date | None:
     try:
-        return dt.date.fromisoformat(value.strip()[:10])
+        return dt.date.fromisoformat(value.strip().strip("\"'")[:10])
     except ValueError:
         return None
 
@@ -148,7 +148,7 @@ def memory_marks(
             continue
         day = _day(value)
         if day is None:
-            out.append((key, f"{key}: {value} (not a date)", False))
+            out.append((key, f"{key}: {value.strip(chr(34))} (not a date)", False))
         elif key == "expires":
             past = day <= today
             out.append((key, f"expired on {day}" if past else f"expires on {day}", past))
