@@ -280,7 +280,7 @@ def test_open_a_proposal_accept_it_and_see_the_applied_diff_and_commit(
     assert prop.commit in applied
     written = fleet.svc.read(OWNER, STORE, prop.paths[0]).content
     added = page.locator("section.applied pre.diff .add").all_inner_texts()
-    assert added[1:] and "\n".join(a[1:] for a in added[1:]) == written.rstrip("\n")
+    assert added and "\n".join(a[1:] for a in added) == written.rstrip("\n")
     assert "no change against the current content" not in page.content()
     page.click("a.commit")
     tab.shot("history-commit")
@@ -457,7 +457,10 @@ def test_docs_offline_lists_the_operations(open_tab: Any, fleet: Fleet) -> None:
     assert response is not None and response.status == 200
     csp = response.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "unsafe" not in csp
-    tab.page.wait_for_selector(".opblock-summary", timeout=20_000)
+    try:
+        tab.page.locator(".opblock-summary-path").first.wait_for(state="attached", timeout=20_000)
+    finally:
+        tab.shot("docs")
     tab.shot("docs")
     ops = tab.page.locator(".opblock-summary-path").all_inner_texts()
     assert any("/v1/stores/{store}/proposals" in o for o in ops)
