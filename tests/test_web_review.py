@@ -194,7 +194,9 @@ def _open_ids(svc: MemoryService, run: str | None = None) -> list[str]:
 # --- the queue ------------------------------------------------------------------------------
 
 
-def test_queue_sorts_by_impact_filters_by_run_and_groups_by_run(open_tab: Any, fleet: Fleet) -> None:
+def test_queue_sorts_by_impact_filters_by_run_and_groups_by_run(
+    open_tab: Any, fleet: Fleet
+) -> None:
     tab = open_tab(fleet.root)
     tab.go("/ui/s/default/proposals?status=all", "queue-impact")
     page = tab.page
@@ -339,8 +341,9 @@ def test_keyboard_only_review_of_five_proposals(open_tab: Any, fleet: Fleet) -> 
     page = tab.page
     clicks: list[str] = []
     page.expose_binding("__click", lambda source, t: clicks.append(t))
-    page.add_init_script("document.addEventListener('mousedown', e => window.__click(e.type),"
-                         " true)")  # a mouse event would be recorded (none is sent)
+    page.add_init_script(
+        "document.addEventListener('mousedown', e => window.__click(e.type), true)"
+    )  # a mouse event would be recorded (none is sent)
     open_before = _open_ids(fleet.svc)
     assert len(open_before) >= 5
     tab.go("/ui/s/default/proposals", "keyboard-queue")
