@@ -27,10 +27,10 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
-from memdir.base import ServiceBase
 from memdir.core.errors import InvalidInput, NotFound
 from memdir.core.limits import check_int
 from memdir.core.model import Principal
+from memdir.dreams import DreamRun, DreamsMixin, _run_view
 from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, visible
 from memdir.storage.repository import Repository
 from memdir.storage.schema import proposals, versions
@@ -265,7 +265,7 @@ def cursor_after(proposal: Proposal, sort: str) -> str:
     return _encode(sort, key, proposal.id)
 
 
-class ReviewQueueMixin(ServiceBase):
+class ReviewQueueMixin(DreamsMixin):
     """The queue as reviewers page through it, and what an accepted proposal applied."""
 
     def proposal_queue(
@@ -295,7 +295,7 @@ class ReviewQueueMixin(ServiceBase):
             key, descending = _sort_key(dialect, sort)
             query = self._queue_query(srow.id, where, dialect).add_columns(key.label("sort_key"))
             order = (key.desc(), proposals.c.id.desc()) if descending else (key, proposals.c.id)
-            window = max(limit + 1, 64)
+            window = limit + 1  # grows when hidden rows leave a batch short
             while len(items) <= limit:
                 page_query = query
                 if after is not None:
@@ -311,6 +311,7 @@ class ReviewQueueMixin(ServiceBase):
                         break
                 if len(batch) < window:
                     break
+                window = min(window * 4, 4000)
         more = len(items) > limit
         items, keys = items[:limit], keys[:limit]
         next_cursor = _encode(sort, keys[-1], items[-1].id) if more and items else None
@@ -328,6 +329,22 @@ class ReviewQueueMixin(ServiceBase):
             query = query.where(_json_text(dialect, c.statistics, "miner") == where.miner)
         return query
 
+    def dream_runs_of(
+        self, principal: Principal, store: str, run_ids: Sequence[str]
+    ) -> dict[str, DreamRun]:
+        """The runs among ``run_ids`` the caller may see (``get_dream_run``'s rule), read in
+        one snapshot: a queue page shows the summary of each run it groups by."""
+        out: dict[str, DreamRun] = {}
+        with self.db.read() as repo:
+            srow = self._store_row(repo, store)
+            for run_id in dict.fromkeys(run_ids):
+                try:
+                    out[run_id] = _run_view(self._run_row(repo, srow.id, principal, run_id),
+                                            srow.name)  # fmt: skip
+                except NotFound:
+                    continue
+        return out
+
     def applied_changes(
         self, principal: Principal, store: str, proposal_id: str
     ) -> list[AppliedChange]:
@@ -336,15 +353,7 @@ class ReviewQueueMixin(ServiceBase):
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
             access = self._access(repo, srow.id, principal)
-            prop = repo.conn.execute(
-                sa.select(proposals).where(
-                    proposals.c.id == proposal_id, proposals.c.store_id == srow.id
-                )
-            ).first()
-            if prop is None or not visible(prop, access):  # the message get_proposal gives
-                raise NotFound(
-                    f"no proposal {proposal_id!r} in this store; see `memdir proposals list`"
-                )
+            prop = self._proposal_row(repo, srow.id, access, proposal_id)
             if prop.status != "accepted" or not prop.commit_id:
                 return []
             out = []

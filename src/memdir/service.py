@@ -69,8 +69,11 @@ class _NeedsReview(Exception):
 
 class MemoryService(
     ReviewQueueMixin,
+    ReviewQueueMixin,
     BacktestsMixin,
     ContextMixin,
+    DreamsMixin,
+    HistoryMixin,
     DreamsMixin,
     HistoryMixin,
     ProposalsMixin,

@@ -2,9 +2,10 @@
 
 FastAPI's default page loads Swagger UI from a CDN and starts it with an inline script, so
 offline it is blank and under a strict Content-Security-Policy it cannot run. Here the page,
-its stylesheet and scripts come from the ``swagger-ui-py`` package (Apache-2.0, which ships
-Swagger UI 5's own files, with their licence), and the start-up code is a static script of our own: the page's policy
-allows scripts, styles and requests from this server only, no inline code and no ``eval``.
+its stylesheet and scripts come from the ``swagger-ui-py`` package (Apache-2.0; it ships
+Swagger UI 5's own files with their licence, served at ``/docs/assets/LICENSE``), and the
+start-up code is a static script of our own: the page's policy allows scripts, styles and
+requests from this server only, no inline code and no ``eval``.
 """
 
 from __future__ import annotations

@@ -31,6 +31,7 @@ from starlette.routing import Route
 
 from memdir.core.edits import unified_diff
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, NotFound
+from memdir.dreams import DreamRun
 from memdir.proposals import ORIGINS, STATUSES, Proposal
 from memdir.review_queue import SORTS, QueueFilter, cursor_after, impact_of, proposal_title
 from memdir.rows import utcnow
@@ -141,10 +142,8 @@ class Group:
     rows: list[Row]
 
 
-def _run_summary(who: Viewer, store: str, run: str) -> str | None:
-    try:
-        found = who.service.get_dream_run(who.principal, store, run)
-    except (NotFound, Forbidden):
+def _run_summary(found: DreamRun | None) -> str | None:
+    if found is None:
         return None
     report = found.report or {}
     parts = [
@@ -167,8 +166,9 @@ def _groups(who: Viewer, store: str, items: list[Proposal]) -> list[Group]:
             order.append(p.run)
             rows[p.run] = []
         rows[p.run].append(_row(p))
+    runs = who.service.dream_runs_of(who.principal, store, [r for r in order if r])
     return [
-        Group(run, safe_id(run), _run_summary(who, store, run) if run else None, rows[run])
+        Group(run, safe_id(run), _run_summary(runs.get(run)) if run else None, rows[run])
         for run in order
     ]
 
