@@ -461,10 +461,9 @@ def test_docs_offline_lists_the_operations(open_tab: Any, fleet: Fleet) -> None:
     csp = response.headers["content-security-policy"]
     assert "script-src 'self'" in csp and "unsafe" not in csp
     try:
-        tab.page.locator(".opblock-summary-path").first.wait_for(state="attached", timeout=20_000)
+        tab.page.locator(".opblock-summary-path").first.wait_for(state="attached", timeout=60_000)
     finally:
         tab.shot("docs", full=False)  # the viewport: the whole reference is very long
-    tab.shot("docs")
     ops = tab.page.locator(".opblock-summary-path").all_inner_texts()
     assert any("/v1/stores/{store}/proposals" in o for o in ops)
     assert len(ops) >= 20
