@@ -30,7 +30,7 @@ import sqlalchemy as sa
 from memdir.core.errors import InvalidInput, NotFound
 from memdir.core.limits import check_int
 from memdir.core.model import Principal
-from memdir.dreams import DreamRun, DreamsMixin, _run_view
+from memdir.dreams import DreamRun, DreamsMixin, _recorded_scopes, _run_view, _store_scopes
 from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, visible
 from memdir.storage.repository import Repository
 from memdir.storage.schema import proposals, versions
@@ -337,12 +337,16 @@ class ReviewQueueMixin(DreamsMixin):
         out: dict[str, DreamRun] = {}
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
+            access = self._access(repo, srow.id, principal)
             for run_id in dict.fromkeys(run_ids):
                 try:
-                    out[run_id] = _run_view(self._run_row(repo, srow.id, principal, run_id),
-                                            srow.name)  # fmt: skip
+                    row = self._run_row(repo, srow.id, principal, run_id)
                 except NotFound:
                     continue
+                scopes = _recorded_scopes(row)  # as get_dream_run decides what is withheld
+                if scopes is None:
+                    scopes = _store_scopes(repo, srow.id)
+                out[run_id] = _run_view(row, srow.name, scopes, access)
         return out
 
     def applied_changes(

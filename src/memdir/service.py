@@ -69,11 +69,8 @@ class _NeedsReview(Exception):
 
 class MemoryService(
     ReviewQueueMixin,
-    ReviewQueueMixin,
     BacktestsMixin,
     ContextMixin,
-    DreamsMixin,
-    HistoryMixin,
     DreamsMixin,
     HistoryMixin,
     ProposalsMixin,

@@ -145,6 +145,8 @@ class Group:
 def _run_summary(found: DreamRun | None) -> str | None:
     if found is None:
         return None
+    if getattr(found, "withheld", None):
+        return f"{found.status} · {found.withheld}"
     report = found.report or {}
     parts = [
         found.status,
