@@ -97,6 +97,13 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     svc.write(OWNER, STORE, "/projects/airline/policy.md",
               "---\nexpires: 2020-01-01\nreview_after: 2020-01-01\n---\n# Airline policy\n\n"
               "Refunds need a *reservation* id. <b>raw</b>\n", if_absent=True)  # fmt: skip
+    svc.write(
+        OWNER,
+        STORE,
+        "/projects/airline/refunds.md",
+        "# Refunds\n\nRefunds go back to the original payment method.\n",
+        if_absent=True,
+    )
     svc.write(OWNER, "second", "/projects/second/notes.md", "# Second store\n", if_absent=True)
     chosen = os.environ.get("MEMDIR_TEST_ARTIFACTS")
     artifacts = Path(chosen) if chosen else tmp_path_factory.mktemp("artifacts")
@@ -405,14 +412,15 @@ def test_search_and_grep_match_the_api_and_open_the_hit(open_tab: Any, fleet: Fl
     shown = page.locator("a.hit-path").all_inner_texts()
     api = httpx.get(f"{fleet.url}/v1/stores/default/search", params={"q": "refunds"},
                     headers={"authorization": f"Bearer {fleet.root}"}).json()  # fmt: skip
-    assert shown == [h["path"] for h in api["items"]] == ["/projects/airline/policy.md"]
-    page.click("a.hit-path")
+    assert shown == [h["path"] for h in api["items"]]
+    assert "/projects/airline/refunds.md" in shown  # the expired policy is left out by default
+    page.locator("a.hit-path", has_text="refunds.md").click()
     tab.shot("search-hit")
-    assert page.url.endswith("/file/projects/airline/policy.md")
+    assert page.url.endswith("/file/projects/airline/refunds.md")
 
-    tab.go("/ui/s/default/grep?pattern=reservation&limit=3", "grep")
+    tab.go("/ui/s/default/grep?pattern=Refunds&limit=3", "grep")
     grep_api = httpx.get(f"{fleet.url}/v1/stores/default/grep",
-                         params={"pattern": "reservation", "limit": 3},
+                         params={"pattern": "Refunds", "limit": 3},
                          headers={"authorization": f"Bearer {fleet.root}"}).json()  # fmt: skip
     rows = page.locator("tr.match").all_inner_texts()
     assert [r.split("\t")[0] for r in rows] == [m["path"] for m in grep_api["items"]]

@@ -54,10 +54,11 @@ async def search(request: Request) -> Response:
     start = _int_param(request, "start", 0, 0, MAX_START)
     limit = _int_param(request, "limit", SEARCH_PAGE, 1, 100)
     prefix = _prefix(request)
+    expired = request.query_params.get("include_expired") in ("1", "true", "on")
     hits = []
     if text:
         found = await who.call(who.service.search, store, text, prefix=prefix,
-                               limit=start + limit + 1)  # fmt: skip
+                               limit=start + limit + 1, include_expired=expired)  # fmt: skip
         hits = [(h, path_url(h.path)) for h in found[start : start + limit]]
         more = len(found) > start + limit
     else:
