@@ -228,6 +228,8 @@ def test_browsing_shows_only_readable_paths(tab: Tab, site: Site) -> None:
     page.click("text=acme/")
     page.click("text=build.md")
     assert page.url.endswith("/file/projects/acme/build.md")
+    assert page.inner_text("article.markdown h1") == "Build"  # markdown, rendered
+    page.click("a.raw-toggle")
     assert page.inner_text("pre.memory") == "# Build\nuse make\n"
 
     for hidden in ("/file/projects/zeta/secret.md", "/tree/projects/zeta/",
@@ -254,7 +256,7 @@ def test_file_history_and_diff(tab: Tab, site: Site) -> None:
     assert first.results[0].version == 1
     page = open_as(tab, site, site.bot, then=f"/s/default/file{path}")
     assert page.inner_text("table.frontmatter td") == "how we deploy"
-    assert "description:" not in page.inner_text("pre.memory")
+    assert "description:" not in page.inner_text("article.markdown")
     page.click("text=history")
     rows = page.locator("table.history tbody tr")
     assert rows.count() == 2
@@ -297,7 +299,9 @@ def test_queue_shows_a_proposal_with_chart_and_evidence_then_accept_commits(
     path = "/projects/acme/lockfiles.md"
     pid = _queue(site, path)
     page = open_as(tab, site, site.bot, then="/s/default/proposals")
-    page.click(f"text={pid}")
+    page.click(f"tr[data-id='{pid}'] a.proposal")
+    assert f"/proposals/{pid}?in=" in page.url  # in the queue's review flow
+    page.goto(page.url.split("?")[0])  # on its own: accepting returns to it
     assert page.url.endswith(f"/proposals/{pid}")
     facts = page.inner_text("section.stats table.facts")
     assert "12" in facts and "40" in facts and "30.0 %" in facts and "2026-10-20" in facts
@@ -328,11 +332,11 @@ def test_queue_shows_a_proposal_with_chart_and_evidence_then_accept_commits(
     page.fill("form[action$='/accept'] input[name=comment]", "good catch")
     with page.expect_navigation():
         page.click("button.accept")
-    assert "accepted" in page.inner_text("h1")
+    assert "accepted" in page.inner_text(".ids")
     accepted = site.svc.get_proposal(OWNER, STORE, pid)
     assert accepted.status == "accepted" and accepted.reviewer == "agent:bot"
     assert accepted.commit is not None and accepted.review_comment == "good catch"
-    assert page.inner_text("code.commit") == accepted.commit
+    assert page.inner_text(".meta .commit") == accepted.commit
     assert site.svc.read(OWNER, STORE, path).content == "# Lockfiles\nrun `npm ci`\n"
     (commit,) = [c for c in site.svc.history(OWNER, STORE, actor="agent:bot") if c.proposal == pid]
     assert commit.id == accepted.commit and commit.actor == "agent:bot"
@@ -426,8 +430,11 @@ def test_hostile_memory_and_proposals_render_inert(tab: Tab, site: Site) -> None
         statistics={"sessions": "<script>alert('s')</script>", "variants": {"<i>v</i>": 2}},
     ).id  # fmt: skip
 
-    page = open_as(tab, site, site.bot, then=f"/s/default/file{path}")
+    page = open_as(tab, site, site.bot, then=f"/s/default/file{path}?raw=1")
     assert page.inner_text("pre.memory") == HOSTILE.split("---\n", 2)[2]
+    page.goto(f"{site.url}/s/default/file{path}")  # rendered: raw HTML and links stay text
+    assert "<img src=x" in page.inner_text("article.markdown")
+    assert page.locator("article.markdown a").count() == 0
     assert page.inner_text("table.frontmatter td") == "<script>alert('frontmatter')</script>"
     page.goto(f"{site.url}/s/default/proposals/{pid}")
     assert "<script>alert('rationale')</script>" in page.inner_text("section pre.text")

@@ -49,6 +49,7 @@ from memdir.governance import GovernanceMixin
 from memdir.history import HistoryMixin
 from memdir.principals import PrincipalsMixin
 from memdir.proposals import ProposalsMixin, operation_paths
+from memdir.review_queue import ReviewQueueMixin
 from memdir.rows import aware, entry, utcnow, view
 from memdir.screening import verdict
 from memdir.storage.repository import Repository, Row
@@ -68,6 +69,7 @@ class _NeedsReview(Exception):
 
 
 class MemoryService(
+    ReviewQueueMixin,
     BacktestsMixin,
     ContextMixin,
     DreamsMixin,

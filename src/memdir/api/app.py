@@ -30,6 +30,7 @@ from fastapi.responses import JSONResponse, Response
 import memdir
 from memdir.access import METRICS
 from memdir.api.deps import AppState, Ctx, methods_by_route
+from memdir.api.docs import install_docs
 from memdir.api.errors import install_error_handlers
 from memdir.api.http_methods import HeadMiddleware
 from memdir.api.metrics import Metrics
@@ -116,6 +117,8 @@ def create_app(
         version=memdir.__version__,
         description=DESCRIPTION,
         lifespan=lifespan,
+        docs_url=None,  # served by memdir.api.docs: no CDN, no inline script
+        redoc_url=None,
     )
     app.state.memdir = state
     install_error_handlers(app)
@@ -127,6 +130,7 @@ def create_app(
     app.add_api_route("/healthz", _healthz, include_in_schema=False)
     app.add_api_route("/readyz", _readyz, include_in_schema=False)
     app.add_api_route("/metrics", _metrics, include_in_schema=False)
+    install_docs(app)
 
     # --- MCP -------------------------------------------------------------------------------
     # The MCP streamable-HTTP app is mounted here, at /mcp, by whoever composes the server

@@ -15,7 +15,7 @@ from starlette.routing import Route
 
 from memdir.core.errors import InvalidInput
 from memdir.web.page import page, viewer
-from memdir.web.render import diff_lines, memory_page
+from memdir.web.render import diff_lines, markdown_html, memory_marks, memory_page
 from memdir.web.session import base_path
 
 __all__ = ["routes"]
@@ -57,9 +57,14 @@ async def file(request: Request) -> Response:
     store = request.path_params["store"]
     path = _memory_path(request)
     found = await who.call(who.service.read, store, path, version=_version(request, "version"))
-    return page(request, "file.html", who, file=found, view=memory_page(found.content),
-                crumbs=_crumbs(path.rsplit("/", 1)[0] or "/"),
-                old=request.query_params.get("version") is not None)  # fmt: skip
+    view = memory_page(found.content)
+    raw = request.query_params.get("raw") == "1" or not path.endswith(".md")
+    version = request.query_params.get("version")
+    return page(request, "file.html", who, file=found, view=view,
+                crumbs=_crumbs(path.rsplit("/", 1)[0] or "/"), old=version is not None,
+                raw=raw, html=None if raw else markdown_html(view.body),
+                marks=memory_marks(view.frontmatter),
+                here=f"?version={version}&" if version else "?")  # fmt: skip
 
 
 async def history(request: Request) -> Response:

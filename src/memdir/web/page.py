@@ -12,7 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
-from urllib.parse import quote
+from urllib.parse import quote, urlencode
 
 import jinja2
 from starlette.concurrency import run_in_threadpool
@@ -41,6 +41,7 @@ def templates() -> jinja2.Environment:
     env.filters["q"] = lambda value: quote(str(value), safe="")
     env.filters["qpath"] = lambda value: quote(str(value), safe="/")
     env.filters["json"] = lambda value: json.dumps(value, ensure_ascii=False, indent=2, default=str)
+    env.filters["merge"] = lambda params, **changes: urlencode({**params, **changes})
     env.filters["when"] = lambda value: value.strftime("%Y-%m-%d %H:%M:%S UTC") if value else "-"
     return env
 

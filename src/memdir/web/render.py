@@ -9,6 +9,7 @@ statistic becomes a bar only when it is a finite number; anything else is shown 
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import math
 import re
@@ -16,6 +17,9 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 from urllib.parse import quote
+
+from markdown_it import MarkdownIt
+from markupsafe import Markup
 
 from memdir.core.edits import apply_insert, apply_str_replace, unified_diff
 from memdir.core.errors import EditConflict, InvalidContent, InvalidPath
@@ -32,9 +36,13 @@ __all__ = [
     "diff_lines",
     "evidence_items",
     "facts",
+    "finding_items",
+    "markdown_html",
+    "memory_marks",
     "memory_page",
     "op_previews",
     "path_url",
+    "quality_items",
     "safe_id",
 ]
 
@@ -99,6 +107,55 @@ def memory_page(content: str) -> MemoryPage:
         return MemoryPage([], exc.message, content)
     rows = [(str(key), _text(value)) for key, value in parsed.raw.items()]
     return MemoryPage(rows, None, body)
+
+
+def _markdown() -> MarkdownIt:
+    """CommonMark with raw HTML off (an HTML block or inline tag is shown as text), no
+    images (a remote image would be a request the CSP refuses), links validated by the
+    library (no ``javascript:``/``data:`` URLs)."""
+    md = MarkdownIt("commonmark", {"html": False, "linkify": False, "typographer": False})
+    md.disable("image")
+    md.enable("table")
+    return md
+
+
+_MD: Final = _markdown()
+
+
+def markdown_html(text: str) -> Markup:
+    """A memory body rendered as HTML: every tag in it comes from the markdown renderer, which
+    escapes all text (raw HTML is disabled), so the result is safe to insert as markup."""
+    return Markup(_MD.render(text))
+
+
+def _day(value: str) -> dt.date | None:
+    try:
+        return dt.date.fromisoformat(value.strip().strip("\"'")[:10])
+    except ValueError:
+        return None
+
+
+def memory_marks(
+    rows: Sequence[tuple[str, str]], today: dt.date | None = None
+) -> list[tuple[str, str, bool]]:
+    """(kind, text, past) for a file's ``expires`` and ``review_after`` frontmatter dates:
+    ``past`` when the date has come (expired; review due). A value that is not a date is
+    shown as it is, marked not past."""
+    today = today or dt.datetime.now(dt.UTC).date()
+    out: list[tuple[str, str, bool]] = []
+    for key, value in rows:
+        if key not in ("expires", "review_after"):
+            continue
+        day = _day(value)
+        if day is None:
+            out.append((key, f"{key}: {value.strip(chr(34))} (not a date)", False))
+        elif key == "expires":
+            past = day <= today
+            out.append((key, f"expired on {day}" if past else f"expires on {day}", past))
+        else:
+            past = day <= today
+            out.append((key, f"review due since {day}" if past else f"review after {day}", past))
+    return out
 
 
 # --- diffs ----------------------------------------------------------------------------------
@@ -312,4 +369,94 @@ def evidence_items(evidence: Any) -> list[EvidenceItem]:
                 unverified=doubt,
             )
         )
+    return out
+
+
+# --- findings and quality checks ------------------------------------------------------------
+
+#: Characters of context shown either side of a finding's span.
+SPAN_CONTEXT: Final = 60
+
+
+@dataclass(frozen=True)
+class FindingItem:
+    """A screening finding as a list item: the rule, the reason, where, and the span of the
+    text it was found in split as (before, span, after) for highlighting — or the finding's
+    own (masked) excerpt when the text is not one the viewer is shown."""
+
+    rule: str
+    action: str
+    reason: str
+    where: str
+    before: str
+    span: str
+    after: str
+
+
+def _field_text(operations: Sequence[Any], index: Any, name: Any) -> str | None:
+    op = operations[index] if isinstance(index, int) and 0 <= index < len(operations) else None
+    value = op.get(name) if isinstance(op, Mapping) and isinstance(name, str) else None
+    return value if isinstance(value, str) else None
+
+
+def finding_items(findings: Any, operations: Sequence[Any]) -> list[FindingItem]:
+    """Findings ready to list. A secret's span is never taken from the text (its excerpt is
+    masked; the text may not be); other spans come from the operation field they cite."""
+    out: list[FindingItem] = []
+    for f in findings if isinstance(findings, list) else []:
+        if not isinstance(f, Mapping):
+            out.append(FindingItem("?", "", _text(f), "", "", "", ""))
+            continue
+        where = " · ".join(
+            str(x) for x in (f.get("path"), f.get("field"),
+                             f"line {f['line']}" if f.get("line") else None) if x
+        )  # fmt: skip
+        text = _field_text(operations, f.get("op"), f.get("field"))
+        start, end = _int(f.get("start")), _int(f.get("end"))
+        secret = f.get("category") == "secret"
+        if (
+            text is not None
+            and not secret
+            and start is not None
+            and end is not None
+            and (0 <= start < end <= len(text))
+        ):
+            before = text[max(0, start - SPAN_CONTEXT) : start]
+            span, after = text[start:end], text[end : end + SPAN_CONTEXT]
+        else:
+            before, span, after = "", _text(f.get("excerpt") or ""), ""
+        rule, action = str(f.get("rule", "?")), str(f.get("action") or "")
+        reason = _text(f.get("reason") or "")
+        out.append(FindingItem(rule, action, reason, where, before, span, after))
+    return out
+
+
+def quality_items(quality: Any) -> list[tuple[str, str, bool | None]]:
+    """(check, value text, passed) rows for a ``quality`` statistic when one is attached.
+
+    Tolerant of its shape: a mapping of check → value (a bool, a number, or a mapping with
+    ``passed``/``ok`` and ``value``/``score``), or a list of such mappings with ``name``.
+    ``passed`` is None when the value does not say.
+    """
+    if isinstance(quality, Mapping):
+        entries = [(str(k), v) for k, v in quality.items()]
+    elif isinstance(quality, list):
+        entries = [(str(q.get("name") or q.get("check") or f"check {i + 1}"), q)
+                   if isinstance(q, Mapping) else (f"check {i + 1}", q)
+                   for i, q in enumerate(quality)]  # fmt: skip
+    else:
+        return []
+    out: list[tuple[str, str, bool | None]] = []
+    for name, value in entries[:20]:
+        passed: bool | None = None
+        shown = value
+        if isinstance(value, bool):
+            passed, shown = value, "pass" if value else "fail"
+        elif isinstance(value, Mapping):
+            flag = value.get("passed", value.get("ok", value.get("pass")))
+            passed = flag if isinstance(flag, bool) else None
+            shown = value.get("value", value.get("score", value.get("reason", "")))
+            if shown == "" and passed is not None:
+                shown = "pass" if passed else "fail"
+        out.append((name[:60], _text(shown)[:80], passed))
     return out
