@@ -23,6 +23,7 @@ import pytest
 
 import memdir
 from memdir import OWNER, MemoryService
+from memdir.core.model import Write
 from memdir.dream.model import Thresholds
 from memdir.dream.selection import Selection
 from memdir.dreams import DreamConfig
@@ -351,6 +352,11 @@ def test_keyboard_only_review_of_five_proposals(open_tab: Any, fleet: Fleet) -> 
     page.add_init_script(
         "document.addEventListener('mousedown', e => window.__click(e.type), true)"
     )  # a mouse event would be recorded (none is sent)
+    # the module's other tests decide the dream's proposals: queue five of this test's own
+    for index in range(5):
+        fleet.svc.propose(OWNER, STORE, [Write(f"/projects/swe/keyboard/{index}.md", f"note {index}\n",
+                                               if_absent=True)],
+                          rationale=f"keyboard review {index}")  # fmt: skip
     open_before = _open_ids(fleet.svc)
     assert len(open_before) >= 5
     tab.go("/ui/s/default/proposals", "keyboard-queue")
