@@ -82,18 +82,20 @@ def run_fleet(
     }  # fmt: skip
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--split", type=float, default=0.5)
-    parser.add_argument("--min-sessions", type=int, default=2)
-    parser.add_argument("--min-prevalence", type=float, default=0.0)
-    parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--fleet", action="append")
-    parser.add_argument("--verbose", action="store_true", help="Top patterns and checks too.")
-    args = parser.parse_args()
-    rows = [r for name in (args.fleet or FLEETS)
-            if (r := run_fleet(name, args.split, args.min_sessions, args.repeat,
-                             args.min_prevalence))]  # fmt: skip
+def run_all(
+    fleets: tuple[str, ...] | list[str] = FLEETS,
+    split: float = 0.5,
+    min_sessions: int = 2,
+    repeat: int = 3,
+    prevalence: float = 0.0,
+) -> list[dict[str, Any]]:
+    """One row per fleet that exists (benchmarks/dream.py reports them beside its scores)."""
+    return [r for name in fleets
+            if (r := run_fleet(name, split, min_sessions, repeat, prevalence))]  # fmt: skip
+
+
+def report_backtests(rows: list[dict[str, Any]], verbose: bool = False) -> None:
+    """The backtest table (and with ``verbose`` each fleet's checks and top patterns)."""
     head = (f"{'fleet':<24} {'sess':>5} {'early/late':>10} {'events':>6} {'turns':>6} "
             f"{'cover':>7} {'bound':>7} {'of bnd':>7} {'props':>5} {'score':>6} {'parse':>5} "
             f"{'loops':>5} {'bt p50/p95 s':>13} {'raw p50/p95 s':>14}  order")  # fmt: skip
@@ -110,7 +112,7 @@ def main() -> int:
               f"{r['score'] if r['score'] is not None else '-':>6} {r['parse']:>5} "
               f"{r['loops']:>5} {r['p50']:>6.2f}/{r['p95']:<6.2f} "
               f"{r['raw_p50']:>6.2f}/{r['raw_p95']:<7.2f}  {r['order']}")  # fmt: skip
-    if args.verbose:
+    if verbose:
         for r in rows:
             if "skipped" in r:
                 continue
@@ -130,6 +132,20 @@ def main() -> int:
         print(f"\ncoding fleets with coverage >= half the bound: "
               f"{sum(r['coverage'] >= 0.5 * r['bound'] for r in coding)} of {len(coding)}"
               + ("" if half else "  (not all)"))  # fmt: skip
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--split", type=float, default=0.5)
+    parser.add_argument("--min-sessions", type=int, default=2)
+    parser.add_argument("--min-prevalence", type=float, default=0.0)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--fleet", action="append")
+    parser.add_argument("--verbose", action="store_true", help="Top patterns and checks too.")
+    args = parser.parse_args()
+    rows = run_all(args.fleet or FLEETS, args.split, args.min_sessions, args.repeat,
+                   args.min_prevalence)  # fmt: skip
+    report_backtests(rows, args.verbose)
     return 0
 
 

@@ -481,6 +481,13 @@ def main() -> int:
     parser.add_argument(
         "--repeats", type=int, default=3, help="Dream passes per real fleet (p50/p95)."
     )
+    parser.add_argument(
+        "--backtest",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="Backtest every real fleet too: coverage, the oracle bound and the quality checks "
+        "(benchmarks/backtest.py; default: when the shared data exists).",
+    )
     parser.add_argument("--json", dest="json_out", help="Also write the figures here.")
     args = parser.parse_args()  # fmt: skip
     # benchmarks/ must not shadow standard modules imported later (benchmarks/http_bench.py: http).
@@ -516,9 +523,21 @@ def main() -> int:
     verdicts = report(rows, memory, entries)
     if real:
         report_real(real)
+    backtests: list[dict[str, Any]] = []
+    if data.is_dir() if args.backtest is None else args.backtest:
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location("backtest", here / "backtest.py")
+        assert spec is not None and spec.loader is not None
+        backtest = importlib.util.module_from_spec(spec)
+        spec.loader.exec_module(backtest)
+        print("\nBacktests of the real fleets (split 0.5, min-sessions 2, min-prevalence 0):")
+        backtests = backtest.run_all(repeat=min(args.repeats, 3))
+        backtest.report_backtests(backtests)
     if args.json_out:
         write_json(args.json_out, {
             "entries": entries, "seeds": rows, "memory": memory, "real": real,
+            "backtests": [{k: v for k, v in r.items() if k != "top"} for r in backtests],
             "verdicts": {name: ok for name, ok, _ in verdicts},
         })  # fmt: skip
     return 0 if all(ok for _, ok, _ in verdicts) else 1
