@@ -354,9 +354,8 @@ def test_keyboard_only_review_of_five_proposals(open_tab: Any, fleet: Fleet) -> 
     )  # a mouse event would be recorded (none is sent)
     # the module's other tests decide the dream's proposals: queue five of this test's own
     for index in range(5):
-        fleet.svc.propose(OWNER, STORE, [Write(f"/projects/swe/keyboard/{index}.md", f"note {index}\n",
-                                               if_absent=True)],
-                          rationale=f"keyboard review {index}")  # fmt: skip
+        note = Write(f"/projects/swe/keyboard/{index}.md", f"note {index}\n", if_absent=True)
+        fleet.svc.propose(OWNER, STORE, [note], rationale=f"keyboard review {index}")
     open_before = _open_ids(fleet.svc)
     assert len(open_before) >= 5
     tab.go("/ui/s/default/proposals", "keyboard-queue")
