@@ -343,3 +343,13 @@ async def test_mcp_answers_without_a_redirect(tmp_path: Path) -> None:
             slash = await client.post("/mcp/", json={})
     assert bare.status_code == slash.status_code and bare.status_code not in (307, 308)
     assert "location" not in bare.headers
+
+
+def test_the_sha_write_prints_is_what_if_match_takes(db: str) -> None:
+    printed = run(db, "write", "/s.md", "--create", input="a\n").stdout
+    shown = re.search(r"sha256 ([0-9a-f]+)", printed)
+    assert shown and shown.group(1) == sha("a\n"), printed
+    assert run(db, "write", "/s.md", "--if-match", shown.group(1), input="b\n").exit_code == 0
+    short = run(db, "write", "/s.md", "--if-match", sha("b\n")[:12], input="c\n")
+    assert short.exit_code == 2 and "all 64 hex digits" in short.stderr and "prefix" in short.stderr
+    assert "expected" not in short.stderr  # not worded like a failed match

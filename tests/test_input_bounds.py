@@ -218,9 +218,9 @@ async def test_yaml_bombs_over_rest(client: httpx2.AsyncClient, env: Env) -> Non
 
 def test_yaml_bombs_through_the_cli(db: str, tmp_path: Path) -> None:
     before = cli_state(db)
-    cli_refused(run(db, "write", "/bomb.md", "--create", input=ALIAS_BOMB), 1,
+    cli_refused(run(db, "write", "/bomb.md", "--create", input=ALIAS_BOMB), 2,
                 "invalid_content", "anchors (&a)")  # fmt: skip
-    cli_refused(run(db, "write", "/deep.md", "--create", input=DEEP), 1, "invalid_content",
+    cli_refused(run(db, "write", "/deep.md", "--create", input=DEEP), 2, "invalid_content",
                 "nested deeper than 64")  # fmt: skip
     assert cli_state(db) == before
 
@@ -530,7 +530,7 @@ async def test_proposal_limits_over_rest(small: MemoryService) -> None:
 def test_proposal_limits_through_the_cli(db: str) -> None:
     before = cli_state(db)
     ops = json.dumps([{"op": "create", "path": "/p.md", "content": "z" * 100_001}])
-    cli_refused(run(db, "propose", input=ops), 1, "content_too_large", "100001")
+    cli_refused(run(db, "propose", input=ops), 2, "content_too_large", "100001")
     assert cli_state(db) == before
 
 

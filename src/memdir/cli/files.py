@@ -57,7 +57,7 @@ def report(app: App, result: CommitResult) -> None:
         return
     lines = []
     for r in result.results:
-        sha = (r.sha256 or "-")[:12]
+        sha = r.sha256 or "-"  # whole: it is what --if-match takes
         moved = f" (from {r.old_path})" if r.old_path else ""
         lines.append(f"{r.operation} {r.path}{moved} version {r.version} sha256 {sha}")
     note = " (replayed: this key was already applied)" if result.replayed else ""

@@ -75,10 +75,20 @@ def check_int(name: str, value: Any, *, minimum: int = 0, maximum: int = MAX_INT
     return value
 
 
+_HEX = frozenset("0123456789abcdef")
+
+
 def check_if_match(value: Any, name: str = "if_match") -> str | None:
     """None, or a sha256 (64 lowercase hex digits) as ``read`` reports it."""
     if value is None:
         return None
+    if isinstance(value, str) and 0 < len(value) < 64 and all(c in _HEX for c in value):
+        raise InvalidInput(
+            f"{name} must be a sha256, all 64 hex digits; received a prefix of {len(value)} "
+            f"({_shown(value)}), which names no version: the whole value is what `read --json` "
+            "and every write's result show",
+            field=name,
+        )
     if not isinstance(value, str) or not _SHA256.match(value):
         raise InvalidInput(
             f"{name} must be a sha256 (64 lowercase hex digits, as `read --json` shows), "
