@@ -334,7 +334,7 @@ def test_principals_tokens_and_the_review_queue(db: str, tmp_path: Path) -> None
     check = run(db, "policy", "check", "agent:bot", "write", "/org/rules.md")
     assert check.exit_code == 4 and "no rule grants write" in check.stdout
     assert run(db, "policy", "check", "agent:bot", "read", "/org/x.md").exit_code == 0
-    assert run(db, "policy", "set", input="version: 1\nrules: [oops\n").exit_code == 2  # invalid input
+    assert run(db, "policy", "set", input="version: 1\nrules: [oops\n").exit_code == 2
     assert "org-read" in run(db, "policy", "show").stdout
     # revoke: the token stops working (exit 4)
     assert run(db, "token", "revoke", token["id"]).exit_code == 0
