@@ -348,8 +348,9 @@ def _rationale(pattern: Pattern, operations: list[Operation]) -> str:
         why += (
             f" Memory states what now fails ({', '.join(pattern.memory_paths) or s.get('path')})."
         )
-    named_variants = [(v, n) for v, n in pattern.variants.items() if v]
-    if len(named_variants) > 1:  # one variant in every session tells a reviewer nothing
+    # a variant that is only the tool's name (a lookup's "Bash") tells a reviewer nothing
+    named_variants = [(v, n) for v, n in pattern.variants.items() if v and v != s.get("tool")]
+    if named_variants:
         total = sum(pattern.variants.values())
         shown = ", ".join(f"{v} ({n} of {total})" for v, n in named_variants[:3])
         why += f" Variants: {shown}."
