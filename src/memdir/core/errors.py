@@ -85,20 +85,28 @@ class MemdirError(Exception):
         self.details: dict[str, Any] = details
         self.message = self.say(NEUTRAL_WORDS)
 
-    def say(self, words: Mapping[str, str], store: str = "{store}") -> str:
+    def say(
+        self, words: Mapping[str, str], store: str = "{store}", shown: str | None = None
+    ) -> str:
         """The one-line message in a surface's words: the statement, then the next step.
 
         ``words`` maps each hint of :data:`HINTS` to that surface's phrase (``{path}`` is the
         error's ``path`` detail, ``{store}`` the store the surface addressed). The statement
         never names a command of one surface; the hint is where a CLI user reads
-        ``--if-match`` and a model reads its tool's argument.
+        ``--if-match`` and a model reads its tool's argument. ``shown``: the path as the
+        surface names it (a tool path under ``/memories``), put in place of the ``path``
+        detail wherever the statement says it.
         """
+        path = self.details.get("path")
+        statement = self.statement
+        if shown is not None and isinstance(path, str) and path and path != shown:
+            statement = statement.replace(path, shown)
         phrase = words.get(self.hint) if self.hint is not None else None
         if phrase is None:
-            return self.statement
-        path = self.details.get("path")
-        said = phrase.format(path=path if isinstance(path, str) else "", store=store)
-        return f"{self.statement}; {said}"
+            return statement
+        named = shown if shown is not None else path if isinstance(path, str) else ""
+        said = phrase.format(path=named, store=store)
+        return f"{statement}; {said}"
 
     def to_dict(
         self, words: Mapping[str, str] | None = None, store: str = "{store}"

@@ -345,15 +345,14 @@ def _refusal(error: MemdirError, root: str) -> ToolError:
     """A memdir error the reference has no wording for: memdir's one-line message, in the
     memory tool's words — the path under ``/memories`` (never the store prefix behind it)
     and a next step the model can take with its six commands."""
-    statement = error.statement
     store_path = error.details.get("path")
+    shown: str | None = None
     if isinstance(store_path, str) and (
         store_path == root or root == "/" or store_path.startswith(root + "/")
     ):
         relative = store_path if root == "/" else store_path[len(root) :]
-        statement = statement.replace(store_path, ROOT + (relative if relative != "/" else ""))
-    phrase = SURFACE_WORDS["memory_tool"].get(error.hint) if error.hint is not None else None
-    return ToolError(statement if phrase is None else f"{statement}; {phrase}")
+        shown = ROOT + (relative if relative != "/" else "")
+    return ToolError(error.say(SURFACE_WORDS["memory_tool"], shown=shown))
 
 
 def _refuse_owner(client: Client | AsyncClient, as_owner: bool) -> None:

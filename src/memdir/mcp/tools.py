@@ -155,16 +155,7 @@ class MemoryTools:
         ):
             alias = self.ns.memories_alias and (path == ALIAS or path.startswith(ALIAS + "/"))
             shown = self.ns.display(store_path, alias)
-        words = SURFACE_WORDS["mcp"]
-        statement = error.statement
-        if shown is not None and isinstance(store_path, str) and store_path != shown:
-            statement = statement.replace(store_path, shown)
-        phrase = words.get(error.hint) if error.hint is not None else None
-        text = (
-            statement
-            if phrase is None
-            else f"{statement}; {phrase.format(path=shown or path, store='')}"
-        )
+        text = error.say(SURFACE_WORDS["mcp"], store="", shown=shown)
         result = error_result(text, error)
         if shown is not None and result.meta is not None:
             result.meta["memdir/error"]["path"] = shown
