@@ -601,3 +601,42 @@ def _me(o: Ops, actor: str) -> Call:
     return _do(o, actor, "me", o.pick("service", "rest"), [],
                service=lambda p: o.world.svc.principal_info(p, p.id),
                rest=lambda: o.s.rest(actor, "GET", "/v1/me"))  # fmt: skip
+
+
+@op("context")
+def _context(o: Ops, actor: str) -> Call:
+    """The caller's context (core files, skills, the index), maybe for one project or task,
+    ordered by a query: only readable files may show, by path, heading or count."""
+    project = o.rng.choice([None, None, *o.world.projects])
+    task = o.rng.choice([None, None, *o.world.tasks])
+    query = o.rng.choice([None, "line holds", "note"])
+    budget = o.rng.choice([40, 400, 4000])
+    expired = o.rng.random() < 0.3
+    params = {"project": project, "task": task, "query": query, "budget": budget,
+              "include_expired": expired or None, "format": o.rng.choice(["json", "markdown"])}
+    return _do(o, actor, "context", o.pick("service", "rest"), [project or "", task or ""],
+               service=lambda p: o.world.svc.context(p, STORE, project=project, task=task,
+                                                     query=query, budget=budget,
+                                                     include_expired=expired),
+               rest=lambda: o.s.rest(actor, "GET", store_url("/context"),
+                                     params=params))  # fmt: skip
+
+
+@op("stale")
+def _stale(o: Ops, actor: str) -> Call:
+    prefix = o.rng.choice(["/", "/projects", o.path().rsplit("/", 1)[0]])
+    days = o.rng.choice([1, 30])
+    return _do(o, actor, "stale", o.pick("service", "rest"), [prefix],
+               service=lambda p: o.world.svc.stale(p, STORE, days=days, prefix=prefix),
+               rest=lambda: o.s.rest(actor, "GET", store_url("/stale"),
+                                     params={"prefix": prefix, "days": days}))  # fmt: skip
+
+
+@op("dream-quality")
+def _quality(o: Ops, actor: str) -> Call:
+    """A run's quality summary, or the caller's runs over time."""
+    run = o.rng.choice([None, *o.ids(dream_runs)])
+    tail = "/dreams/quality" if run is None else f"/dreams/{run}/quality"
+    return _do(o, actor, "dream-quality", o.pick("service", "rest"), [],
+               service=lambda p: o.world.svc.dream_quality(p, STORE, run),
+               rest=lambda: o.s.rest(actor, "GET", store_url(tail)))  # fmt: skip
