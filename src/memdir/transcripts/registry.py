@@ -13,22 +13,23 @@ An importer is any object with:
   ``ctx.skip`` and skipped, records that carry nothing for a transcript are counted in
   ``ctx.ignored``. An importer raises nothing for bad input.
 
-Third parties add a format with :func:`register` (``register(MyImporter())``); the built-ins
-are registered the same way, in :data:`BUILTIN_IMPORTERS` order.
+Third parties add a format with :func:`register` (``register(MyImporter())``) or an entry
+point in the ``memdir.importers`` group naming the importer class; the built-ins are loaded
+the same way, in :data:`BUILTIN_IMPORTERS` order (:mod:`memdir.plugins` has the rules).
 """
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterator
 from typing import Protocol, runtime_checkable
 
-from memdir.core.errors import InvalidInput
+from memdir.plugins import Registry
 from memdir.transcripts.model import Transcript
 from memdir.transcripts.reader import ParseContext, Sample, Source
 
 __all__ = [
     "BUILTIN_IMPORTERS",
+    "IMPORTERS",
     "Importer",
     "detect",
     "get",
@@ -53,41 +54,31 @@ class Importer(Protocol):
     def parse(self, source: Source, shape: str, ctx: ParseContext) -> Iterator[Transcript]: ...
 
 
-_lock = threading.Lock()
-_registry: dict[str, Importer] = {}
+def _importer(value: object) -> Importer:
+    """An importer class is instantiated; an instance is kept (the registry's ``adapt``)."""
+    importer = value() if isinstance(value, type) else value
+    if not isinstance(importer, Importer):
+        raise TypeError(f"{value!r} is not an importer (name, description, detect, parse)")
+    return importer
 
 
 def register(importer: Importer, *, replace: bool = False) -> None:
     """Add an importer; a second one with the same name needs ``replace=True``."""
-    with _lock:
-        if importer.name in _registry and not replace:
-            raise InvalidInput(f"an importer named {importer.name!r} is already registered")
-        _registry[importer.name] = importer
+    IMPORTERS.register(importer.name, _importer(importer), replace=replace)
 
 
 def unregister(name: str) -> None:
-    with _lock:
-        _registry.pop(name, None)
+    IMPORTERS.unregister(name)
 
 
 def importers() -> list[Importer]:
-    """Every registered importer, built-ins first."""
-    _load_builtins()
-    with _lock:
-        return list(_registry.values())
+    """Every registered importer: built-ins, then entry points, then code-registered ones."""
+    return list(IMPORTERS.items().values())
 
 
 def get(name: str) -> Importer:
     """The importer of a format, or InvalidInput listing the known ones."""
-    _load_builtins()
-    with _lock:
-        found = _registry.get(name)
-        known = sorted(_registry)
-    if found is None:
-        raise InvalidInput(
-            f"unknown transcript format {name!r}; use one of {', '.join(known)}", format=name
-        )
-    return found
+    return IMPORTERS.get(name)
 
 
 def detect(sample: Sample) -> Importer | None:
@@ -114,26 +105,11 @@ BUILTIN_IMPORTERS = (
     "memdir.transcripts.openhands:OpenHandsImporter",
     "memdir.transcripts.aider:AiderImporter",
 )
-_loaded = False
-
-
-def _load_builtins() -> None:
-    """Register the built-in importers on first use (each module is small; imported lazily)."""
-    global _loaded
-    if _loaded:
-        return
-    import importlib
-
-    with _lock:
-        if _loaded:
-            return
-        builtins: dict[str, Importer] = {}
-        for spec in BUILTIN_IMPORTERS:
-            module, cls = spec.split(":")
-            importer = getattr(importlib.import_module(module), cls)()
-            builtins[importer.name] = importer
-        # Built-ins first, then anything registered before the first use.
-        merged = {**builtins, **_registry}
-        _registry.clear()
-        _registry.update(merged)
-        _loaded = True
+IMPORTERS: Registry[Importer] = Registry(
+    "transcript format",
+    "memdir.importers",
+    BUILTIN_IMPORTERS,
+    name_of=lambda importer: importer.name,
+    adapt=_importer,
+    detail="format",
+)

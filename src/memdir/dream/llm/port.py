@@ -19,9 +19,10 @@ Invariants every backend keeps:
   missing raises :class:`ModelConfigError` naming the extra to install
   (``pip install 'memdir[models]'``).
 
-Backends are plug-ins: :data:`BACKENDS` maps a spec's provider (``anthropic``, ``openai``,
-``fake``) to a factory, the built-ins are registered the same way third parties register
-theirs (:func:`register_backend`), and :func:`model_from_spec` is the one composition point.
+Backends are plug-ins: :data:`BACKENDS` (a :class:`memdir.plugins.Registry`) maps a spec's
+provider (``anthropic``, ``openai``, ``fake``) to a factory; the built-ins are loaded the same
+way third parties add theirs (a ``memdir.model_backends`` entry point or
+:func:`register_backend`), and :func:`model_from_spec` is the one composition point.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from memdir.core.errors import BackendError, InvalidInput
+from memdir.plugins import Registry
 
 __all__ = [
     "BACKENDS",
@@ -237,15 +239,34 @@ def _fake(rest: str, env: Mapping[str, str]) -> ModelPort:
     return FakeModel(rest or "fake")
 
 
-#: Provider name -> factory. The built-ins are registered exactly as a plug-in would be.
-BACKENDS: dict[str, BackendFactory] = {"anthropic": _anthropic, "openai": _openai, "fake": _fake}
+def _backend(value: object) -> BackendFactory:
+    """A backend factory is kept as it is: ``factory(rest_of_spec, environment)``."""
+    if not callable(value):
+        raise TypeError(f"{value!r} is not a model backend factory (rest, env) -> ModelPort")
+    return value  # callable; its signature is the contract
 
 
-def register_backend(provider: str, factory: BackendFactory) -> None:
-    """Make ``provider:<rest>`` specs build models with ``factory``."""
-    if provider == "offline" or not provider.isidentifier():
-        raise InvalidInput(f"cannot register a model backend named {provider!r}")
-    BACKENDS[provider] = factory
+#: Provider name -> factory: the built-ins, then ``memdir.model_backends`` entry points, then
+#: :func:`register_backend` calls (:mod:`memdir.plugins` has the rules).
+BACKENDS: Registry[BackendFactory] = Registry(
+    "model backend",
+    "memdir.model_backends",
+    (
+        "memdir.dream.llm.port:_anthropic",
+        "memdir.dream.llm.port:_openai",
+        "memdir.dream.llm.port:_fake",
+    ),
+    name_of=lambda factory: factory.__name__.lstrip("_"),
+    adapt=_backend,
+    reserved=("offline",),
+    detail="provider",
+)
+
+
+def register_backend(provider: str, factory: BackendFactory, *, replace: bool = False) -> None:
+    """Make ``provider:<rest>`` specs build models with ``factory``; a taken provider needs
+    ``replace=True``."""
+    BACKENDS.register(provider, _backend(factory), replace=replace)
 
 
 def model_from_spec(spec: str, env: Mapping[str, str] | None = None) -> ModelPort | None:
@@ -259,7 +280,7 @@ def model_from_spec(spec: str, env: Mapping[str, str] | None = None) -> ModelPor
     if text in ("", "offline"):
         return None
     provider, _, rest = text.partition(":")
-    factory = BACKENDS.get(provider)
+    factory = BACKENDS.items().get(provider)
     if factory is None:
         raise ModelConfigError(
             f"unknown model spec {spec!r}: use offline, fake, anthropic:<model> or"

@@ -28,8 +28,9 @@ Signals of one miner in one session with one ``key`` count that session once. A 
 per run by its factory from a :class:`MinerContext` (the failure rules, the memory snapshot,
 the run's time); it must be deterministic: same sessions in, same signals out.
 
-Third parties add a miner with :func:`register` (``register("todo", TodoMiner)``); the
-built-ins are registered the same way, in :data:`BUILTIN_MINERS` order, on first use.
+Third parties add a miner with :func:`register` (``register("todo", TodoMiner)``) or an
+entry point in the ``memdir.miners`` group naming the factory; the built-ins are loaded the
+same way, in :data:`BUILTIN_MINERS` order, on first use (:mod:`memdir.plugins` has the rules).
 """
 
 from __future__ import annotations
@@ -41,7 +42,6 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, Protocol, runtime_checkable
 
-from memdir.core.errors import InvalidInput
 from memdir.dream.miners.failures import FailureRules, Outcome, command_text, words_of
 from memdir.dream.miners.signature import normalise_command
 from memdir.dream.model import (
@@ -53,10 +53,12 @@ from memdir.dream.model import (
     Thresholds,
 )
 from memdir.dream.shell import SimpleCommand, main_command, parse
+from memdir.plugins import Registry
 from memdir.transcripts.model import Event
 
 __all__ = [
     "BUILTIN_MINERS",
+    "MINERS",
     "Call",
     "MemoryMiner",
     "Miner",
@@ -108,9 +110,6 @@ class MemoryMiner(Protocol):
 
 MinerFactory = Callable[[MinerContext], Miner | MemoryMiner]
 
-_lock = threading.Lock()
-_registry: dict[str, MinerFactory] = {}
-
 BUILTIN_MINERS: Final = (
     "memdir.dream.miners.tool_errors:ToolErrorsMiner",
     "memdir.dream.miners.recovery:RecoveryMiner",
@@ -122,67 +121,54 @@ BUILTIN_MINERS: Final = (
     "memdir.dream.miners.contrast:ContrastMiner",
     "memdir.dream.miners.consolidation:ConsolidationMiner",
 )
-_loaded = False
+
+
+def _factory(value: object) -> MinerFactory:
+    """A miner factory is kept as it is: a class or function taking a MinerContext."""
+    if not callable(value):
+        raise TypeError(f"{value!r} is not a miner factory (a callable taking a MinerContext)")
+    return value  # callable; its signature is the contract
+
+
+def _miner_name(factory: MinerFactory) -> str:
+    """A built-in miner class names itself (``name`` class attribute)."""
+    name: object = getattr(factory, "name", None)
+    if not isinstance(name, str):
+        raise TypeError(f"{factory!r} has no name")
+    return name
+
+
+MINERS: Registry[MinerFactory] = Registry(
+    "miner",
+    "memdir.miners",
+    BUILTIN_MINERS,
+    name_of=_miner_name,
+    adapt=_factory,
+    detail="miner",
+)
 
 
 def register(name: str, factory: MinerFactory, *, replace: bool = False) -> None:
     """Add a miner under ``name``; a second one with the same name needs ``replace=True``."""
-    _load_builtins()
-    with _lock:
-        if name in _registry and not replace:
-            raise InvalidInput(
-                f"a miner named {name!r} is already registered; pass replace=True to replace it",
-                miner=name,
-            )
-        _registry[name] = factory
+    MINERS.register(name, _factory(factory), replace=replace)
 
 
 def unregister(name: str) -> None:
-    _load_builtins()
-    with _lock:
-        _registry.pop(name, None)
+    MINERS.unregister(name)
 
 
 def miners() -> list[str]:
-    """The names of every registered miner, built-ins first."""
-    _load_builtins()
-    with _lock:
-        return list(_registry)
+    """The names of every registered miner: built-ins, entry points, then code-registered."""
+    return MINERS.names()
 
 
 def create(context: MinerContext, names: Sequence[str] | None = None) -> list[Miner | MemoryMiner]:
     """One fresh miner per name (all registered ones when ``names`` is None), in that order."""
-    _load_builtins()
-    with _lock:
-        known = dict(_registry)
+    known = MINERS.items()
     chosen = list(known) if names is None else list(names)
-    unknown = [n for n in chosen if n not in known]
-    if unknown:
-        raise InvalidInput(
-            f"unknown miner {unknown[0]!r}; use one of {', '.join(sorted(known))}",
-            miner=unknown[0],
-        )
+    for name in chosen:
+        MINERS.get(name)  # an unknown name: InvalidInput listing the known ones
     return [known[n](context) for n in chosen]
-
-
-def _load_builtins() -> None:
-    global _loaded
-    if _loaded:
-        return
-    import importlib
-
-    with _lock:
-        if _loaded:
-            return
-        builtins: dict[str, MinerFactory] = {}
-        for spec in BUILTIN_MINERS:
-            module, cls = spec.split(":")
-            factory = getattr(importlib.import_module(module), cls)
-            builtins[factory.name] = factory
-        merged = {**builtins, **_registry}
-        _registry.clear()
-        _registry.update(merged)
-        _loaded = True
 
 
 # --- helpers the built-in miners share ------------------------------------------------------
