@@ -612,8 +612,14 @@ def _context(o: Ops, actor: str) -> Call:
     query = o.rng.choice([None, "line holds", "note"])
     budget = o.rng.choice([40, 400, 4000])
     expired = o.rng.random() < 0.3
-    params = {"project": project, "task": task, "query": query, "budget": budget,
-              "include_expired": expired or None, "format": o.rng.choice(["json", "markdown"])}
+    params = {
+        "project": project,
+        "task": task,
+        "query": query,
+        "budget": budget,
+        "include_expired": expired or None,
+        "format": o.rng.choice(["json", "markdown"]),
+    }
     return _do(o, actor, "context", o.pick("service", "rest"), [project or "", task or ""],
                service=lambda p: o.world.svc.context(p, STORE, project=project, task=task,
                                                      query=query, budget=budget,
