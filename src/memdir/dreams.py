@@ -55,6 +55,7 @@ from typing import Any, Final
 import sqlalchemy as sa
 
 from memdir.access import DREAM_RUNS, Access
+from memdir.core.dream_options import DEFAULTS
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Principal, Provenance
@@ -121,17 +122,18 @@ class DreamConfig:
         project: str | None = None,
         outcome: str | None = None,
         limit: int | None = None,
-        model: str = "offline",
+        model: str = DEFAULTS.model,
         instructions: str | None = None,
         budget_tokens: int | None = None,
         budget_usd: float | None = None,
-        batches: bool = False,
-        min_sessions: int = 5,
-        min_prevalence: float = 0.02,
+        batches: bool = DEFAULTS.batches,
+        min_sessions: int = DEFAULTS.min_sessions,
+        min_prevalence: float = DEFAULTS.min_prevalence,
         miners: Sequence[str] | None = None,
-        dry_run: bool = False,
+        dry_run: bool = DEFAULTS.dry_run,
     ) -> DreamConfig:
-        """A configuration from the flat options every surface offers (CLI, REST, SDK)."""
+        """A configuration from the flat options every surface offers (CLI, REST, SDK); the
+        defaults are :data:`memdir.core.dream_options.DEFAULTS`."""
         selection = Selection(
             since=since, until=until, agent=agent, project=project, outcome=outcome, limit=limit
         )

@@ -18,6 +18,8 @@ from memdir.cli.app import App, make_provenance, provenance_options, verb
 from memdir.cli.main import cli
 from memdir.cli.output import emit
 from memdir.cli.transcripts import _when
+from memdir.core.dream_options import BACKTEST_SPLIT, HELP
+from memdir.core.dream_options import DEFAULTS as D
 from memdir.core.errors import InvalidInput
 
 if TYPE_CHECKING:
@@ -87,33 +89,40 @@ def _instructions(path: str | None) -> str | None:
 
 
 @verb(dream, "run")
-@click.option("--since", help="Sessions active at or after this time (ISO date or time).")
-@click.option("--until", help="Sessions started before this time.")
-@click.option("--since-last", is_flag=True, help="Only what arrived since your last run.")
-@click.option("--agent", help="Only this agent's sessions.")
-@click.option("--project", help="Only this project's sessions.")
-@click.option("--outcome", type=click.Choice(["success", "failure", "unknown"]))
-@click.option("--limit", type=click.IntRange(min=1), help="Read at most this many sessions.")
+@click.option("--since", help=HELP["since"] + " ISO date or time.")
+@click.option("--until", help=HELP["until"])
+@click.option("--since-last", is_flag=True, help=HELP["since_last"])
+@click.option("--agent", help=HELP["agent"])
+@click.option("--project", help=HELP["project"])
 @click.option(
-    "--model",
-    default="offline",
-    show_default=True,
-    help="offline | anthropic:<model> | openai:<model>@<base_url> | fake.",
+    "--outcome", type=click.Choice(["success", "failure", "unknown"]), help=HELP["outcome"]
 )
+@click.option("--limit", type=click.IntRange(min=1), help=HELP["limit"])
+@click.option("--model", default=D.model, show_default=True, help=HELP["model"])
 @click.option(
     "--instructions",
     type=click.Path(exists=True, dir_okay=False),
-    help="Steering: what matters here, what does not (reaches every prompt).",
+    help=HELP["instructions"] + " A UTF-8 file.",
 )
-@click.option("--budget-tokens", type=click.IntRange(min=1), help="Stop using the model here.")
-@click.option("--budget-usd", type=click.FloatRange(min=0), help="Stop using the model here.")
-@click.option("--batches", is_flag=True, help="Use the provider's batch API (large runs).")
-@click.option("--min-sessions", type=click.IntRange(min=1), default=5, show_default=True,
-              help="A pattern needs this many sessions.")  # fmt: skip
-@click.option("--min-prevalence", type=click.FloatRange(0, 1), default=0.02, show_default=True,
-              help="...and this share of the sessions selected.")  # fmt: skip
+@click.option("--budget-tokens", type=click.IntRange(min=1), help=HELP["budget_tokens"])
+@click.option("--budget-usd", type=click.FloatRange(min=0), help=HELP["budget_usd"])
+@click.option("--batches", is_flag=True, help=HELP["batches"])
+@click.option(
+    "--min-sessions",
+    type=click.IntRange(min=1),
+    default=D.min_sessions,
+    show_default=True,
+    help=HELP["min_sessions"],
+)
+@click.option(
+    "--min-prevalence",
+    type=click.FloatRange(0, 1),
+    default=D.min_prevalence,
+    show_default=True,
+    help=HELP["min_prevalence"],
+)
 @click.option("--miners", help="Comma-separated miners to run [default: all].")
-@click.option("--dry-run", is_flag=True, help="Report only; queue no proposals.")
+@click.option("--dry-run", is_flag=True, help=HELP["dry_run"])
 @click.option("--resume", "resume", metavar="RUN", help="Continue an interrupted run.")
 @click.option("--report", "report_file", type=click.Path(dir_okay=False),
               help="Also write the markdown report to this file.")  # fmt: skip
@@ -121,8 +130,12 @@ def _instructions(path: str | None) -> str | None:
               help="Progress on stderr [default: on a terminal].")  # fmt: skip
 @click.option("--backtest", is_flag=True,
               help="Dream on earlier sessions, measure on later ones; queue nothing.")  # fmt: skip
-@click.option("--split", metavar="TIME|FRACTION", default=None,
-              help="Backtest split: a fraction of the sessions [0.5] or a time.")  # fmt: skip
+@click.option(
+    "--split",
+    metavar="TIME|FRACTION",
+    default=None,
+    help=f"Backtest split: a fraction of the sessions [{BACKTEST_SPLIT}] or a time.",
+)
 @click.option("--keep", metavar="STORE", default=None,
               help="Keep the backtest's scratch copy as this new store.")  # fmt: skip
 def dream_run(
@@ -174,7 +187,7 @@ def dream_run(
 def split_value(text: str | None) -> float | dt.datetime:
     """``--split``: a fraction (``0.3``) or an ISO time (``2026-10-01``, UTC when no zone)."""
     if text is None:
-        return 0.5
+        return BACKTEST_SPLIT
     try:
         return float(text)
     except ValueError:

@@ -62,6 +62,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Final, Literal
 
+from memdir.core.dream_options import DEFAULTS
 from memdir.core.model import Operation
 from memdir.transcripts.model import Event, TranscriptInfo
 
@@ -363,8 +364,8 @@ class Thresholds:
     ``per_miner`` overrides ``min_prevalence`` for one miner.
     """
 
-    min_sessions: int = 5
-    min_prevalence: float = 0.02
+    min_sessions: int = DEFAULTS.min_sessions
+    min_prevalence: float = DEFAULTS.min_prevalence
     per_miner: dict[str, float] = field(default_factory=dict)
     max_examples: int = 5
     #: When the sessions name tasks (benchmark trials), the distinct tasks a pattern needs:

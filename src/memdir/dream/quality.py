@@ -39,6 +39,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final
 
+from memdir.core.dream_options import DEFAULTS
 from memdir.dream.miners.base import calls_of
 from memdir.dream.miners.failures import FailureRules
 from memdir.dream.miners.signature import PLACEHOLDERS, literal_phrase
@@ -249,7 +250,7 @@ class Evidence:
     ``feedback_loops``: per pattern id, from a backtest (the loop value names what it caused).
     """
 
-    min_sessions: int = 5
+    min_sessions: int = DEFAULTS.min_sessions
     anchors: Mapping[str, set[Any]] = field(default_factory=dict)
     halves: Mapping[str, tuple[int, int]] | None = None
     success_phrases: Mapping[str, tuple[int, int]] | None = None

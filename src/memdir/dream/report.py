@@ -14,6 +14,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Final
 
+from memdir.core.dream_options import DEFAULTS
 from memdir.dream.model import Pattern
 
 __all__ = ["MAX_LEFT_OUT", "Outcome", "build", "markdown"]
@@ -74,7 +75,9 @@ def build(
     if checks is None:
         from memdir.dream.quality import Evidence
 
-        min_sessions = int((header.get("thresholds") or {}).get("min_sessions") or 5)
+        min_sessions = int(
+            (header.get("thresholds") or {}).get("min_sessions") or DEFAULTS.min_sessions
+        )
         checks = check_all([o.pattern for o in proposed], Evidence(min_sessions=min_sessions))
     report = dict(header)
     report["proposed"] = [_pattern_entry(o) for o in proposed]

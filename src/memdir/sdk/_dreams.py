@@ -15,6 +15,7 @@ from urllib.parse import quote
 
 import httpx2
 
+from memdir.core.dream_options import DEFAULTS as D
 from memdir.core.model import CommitResult
 from memdir.dreams import DreamRun
 from memdir.sdk._base import _BaseClient
@@ -44,15 +45,15 @@ def _dream(
     project: str | None = None,
     outcome: str | None = None,
     limit: int | None = None,
-    model: str = "offline",
+    model: str = D.model,
     instructions: str | None = None,
     budget_tokens: int | None = None,
     budget_usd: float | None = None,
-    batches: bool = False,
-    min_sessions: int = 5,
-    min_prevalence: float = 0.02,
+    batches: bool = D.batches,
+    min_sessions: int = D.min_sessions,
+    min_prevalence: float = D.min_prevalence,
     miners: Sequence[str] | None = None,
-    dry_run: bool = False,
+    dry_run: bool = D.dry_run,
     backtest: bool = False,
     split: float | dt.datetime | None = None,
     keep: str | None = None,
@@ -61,6 +62,7 @@ def _dream(
     """Run a dream over the transcripts the caller may read and return the finished run (its
     ``report``; ``proposals`` lists what it queued for review).
 
+    The defaults are :data:`memdir.core.dream_options.DEFAULTS`, the same as every surface's.
     ``backtest=True`` dreams over the earlier sessions (``split``: a fraction, default 0.5, or
     a time) into a scratch copy, measures on the later ones and queues nothing; the figures
     are in ``report["backtest"]``; ``keep`` keeps the scratch copy as a new store."""

@@ -28,6 +28,8 @@ from memdir.api.deps import (
     v1_router,
 )
 from memdir.api.models import Page
+from memdir.core.dream_options import BACKTEST_SPLIT, HELP
+from memdir.core.dream_options import DEFAULTS as D
 from memdir.core.errors import InvalidInput
 from memdir.core.limits import MAX_INT64
 from memdir.dreams import DreamConfig, DreamRun
@@ -45,33 +47,34 @@ class DreamBody(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    since: dt.datetime | None = Field(None, description="Sessions active at or after this time.")
-    until: dt.datetime | None = Field(None, description="Sessions started before this time.")
-    since_last: bool = Field(False, description="Only what arrived since your last run.")
-    agent: str | None = Field(None, max_length=200)
-    project: str | None = Field(None, max_length=200)
-    outcome: Literal["success", "failure", "unknown"] | None = None
-    limit: int | None = Field(
-        None, ge=1, le=MAX_INT64, description="Read at most this many sessions."
+    since: dt.datetime | None = Field(D.since, description=HELP["since"])
+    until: dt.datetime | None = Field(D.until, description=HELP["until"])
+    since_last: bool = Field(D.since_last, description=HELP["since_last"])
+    agent: str | None = Field(D.agent, max_length=200, description=HELP["agent"])
+    project: str | None = Field(D.project, max_length=200, description=HELP["project"])
+    outcome: Literal["success", "failure", "unknown"] | None = Field(
+        D.outcome, description=HELP["outcome"]
     )
-    model: str = Field(
-        "offline",
-        max_length=500,
-        description="offline | anthropic:<model> | openai:<model>@<base_url> | fake",
+    limit: int | None = Field(D.limit, ge=1, le=MAX_INT64, description=HELP["limit"])
+    model: str = Field(D.model, max_length=500, description=HELP["model"])
+    instructions: str | None = Field(
+        D.instructions, max_length=65536, description=HELP["instructions"]
     )
-    instructions: str | None = Field(None, max_length=65536, description="Steering text.")
-    budget_tokens: int | None = Field(None, ge=1, le=MAX_INT64)
-    budget_usd: float | None = Field(None, ge=0)
-    batches: bool = False
-    min_sessions: int = Field(5, ge=1, le=MAX_INT64)
-    min_prevalence: float = Field(0.02, ge=0, le=1)
-    miners: list[str] | None = None
-    dry_run: bool = False
+    budget_tokens: int | None = Field(
+        D.budget_tokens, ge=1, le=MAX_INT64, description=HELP["budget_tokens"]
+    )
+    budget_usd: float | None = Field(D.budget_usd, ge=0, description=HELP["budget_usd"])
+    batches: bool = Field(D.batches, description=HELP["batches"])
+    min_sessions: int = Field(D.min_sessions, ge=1, le=MAX_INT64, description=HELP["min_sessions"])
+    min_prevalence: float = Field(D.min_prevalence, ge=0, le=1, description=HELP["min_prevalence"])
+    miners: list[str] | None = Field(None, description=HELP["miners"])
+    dry_run: bool = Field(D.dry_run, description=HELP["dry_run"])
     backtest: bool = Field(
         False, description="Dream over the earlier sessions, measure on the later ones."
     )
     split: float | dt.datetime | None = Field(
-        None, description="Backtest split: a fraction of the sessions (0.5) or a time."
+        None,
+        description=f"Backtest split: a fraction of the sessions ({BACKTEST_SPLIT}) or a time.",
     )
     keep: str | None = Field(
         None, max_length=200, description="Keep the backtest's scratch copy as this new store."
@@ -86,7 +89,11 @@ async def start_dream(ctx: Ctx, store: StoreName, body: DreamBody) -> Response:
     config = DreamConfig.build(**options)
     if backtest:
         run = await ctx.call(
-            ctx.service.backtest, store, config, split=0.5 if split is None else split, keep=keep
+            ctx.service.backtest,
+            store,
+            config,
+            split=BACKTEST_SPLIT if split is None else split,
+            keep=keep,
         )
     elif split is not None or keep is not None:
         raise InvalidInput("split and keep go with backtest: true; add it to the body")
