@@ -237,22 +237,54 @@ def find_recoveries(calls: Sequence[Call], window: int = WINDOW) -> Iterator[tup
 
 def fix_rates(patterns: Sequence[Pattern]) -> None:
     """Give each recovery pattern ``subject["failure_sessions"]``: the sessions of the tool
-    errors it fixed (those whose links name it), so "worked in N of M sessions" can be said.
+    errors it fixed (those whose links name it), so "worked in N of M sessions" can be said —
+    and the failure's reach: a recovery stands for the cause it fixes, so its prevalence is
+    counted over the sessions the failure affected, not only those where the fix was made.
 
     A recovery is linked from the tool error of its failing call in every session it fixed
     (see :func:`memdir.dream.engine.links_of`); ``M`` is the largest such error's session
-    count (at least the recovery's own).
+    count (at least the recovery's own). When that error was seen in every session of the
+    recovery (its links name the recovery that often), those sessions are a subset of the
+    error's, so the error's counters — sessions, outcomes, tasks, labels, source classes,
+    first and last seen — are the union of both and become the recovery's (source classes
+    are merged per class, so placement requires readers of every class counted).
     """
-    failing: dict[str, int] = {}
+    failing: dict[str, Pattern] = {}
     for pattern in patterns:
         if pattern.miner != "tool_errors":
             continue
         for target in pattern.links:
-            if target.startswith("recovery:"):
-                failing[target] = max(failing.get(target, 0), pattern.sessions)
+            known = failing.get(target)
+            if target.startswith("recovery:") and (
+                known is None or pattern.sessions > known.sessions
+            ):
+                failing[target] = pattern
     for pattern in patterns:
-        if pattern.miner == "recovery":
-            pattern.subject["failure_sessions"] = max(failing.get(pattern.id, 0), pattern.sessions)
+        if pattern.miner != "recovery":
+            continue
+        failure = failing.get(pattern.id)
+        pattern.subject["failure_sessions"] = max(
+            failure.sessions if failure is not None else 0, pattern.sessions
+        )
+        if (
+            failure is not None
+            and failure.sessions > pattern.sessions
+            and failure.links.get(pattern.id, 0) >= pattern.sessions
+        ):
+            _take_reach(pattern, failure)
+
+
+def _take_reach(recovery: Pattern, failure: Pattern) -> None:
+    """The recovery's counters become the failure's (a superset of its sessions)."""
+    for name in ("sessions", "known", "failed", "tasks", "project", "project_selected",
+                 "baseline_known", "baseline_failed", "first_seen", "last_seen"):  # fmt: skip
+        setattr(recovery, name, getattr(failure, name))
+    for name in ("agents", "projects", "users", "sources"):
+        mine, theirs = getattr(recovery, name), getattr(failure, name)
+        setattr(recovery, name, {k: max(mine.get(k, 0), theirs.get(k, 0))
+                                 for k in sorted(set(mine) | set(theirs))})  # fmt: skip
+    for cls, needs in failure.requires.items():
+        recovery.requires[cls] = sorted(set(recovery.requires.get(cls, ())) | set(needs))
 
 
 class RecoveryMiner:
