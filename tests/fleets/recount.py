@@ -19,7 +19,8 @@ A session here is what a reader of the format would call one:
   is a session too), when it holds a non-blank line; ``> `` lines are aider's own output (the
   harness), ``#### `` lines the user's.
 - ``openhands``: one ``output.jsonl`` row, or one replay file (a JSON list of events).
-- ``claude-code``: one ``sessionId`` of a JSONL file, its sub-agent (sidechain) lines apart.
+- ``claude-code``: one ``sessionId`` of a JSONL file with its sub-agent (sidechain) lines: a
+  sub-agent is part of the conversation that started it, not an independent session.
 
 Rules (a pattern's ``rule``; every ``regex`` is a Python regex searched case-sensitively):
 
@@ -192,7 +193,7 @@ def read_openhands(path: Path) -> Iterator[Session]:
 
 
 def read_claude_code(path: Path) -> Iterator[Session]:
-    sessions: dict[tuple[str, bool], Session] = {}
+    sessions: dict[str, Session] = {}
     pending: dict[str, tuple[Session, str, str]] = {}
     for line in path.read_text(encoding="utf-8").splitlines():
         if not line.strip():
@@ -200,8 +201,8 @@ def read_claude_code(path: Path) -> Iterator[Session]:
         record = json.loads(line)
         if record.get("type") not in ("user", "assistant"):
             continue
-        key = (str(record.get("sessionId")), bool(record.get("isSidechain")))
-        s = sessions.setdefault(key, Session(f"{path}#{key[0]}{'/sub' if key[1] else ''}"))
+        key = str(record.get("sessionId"))
+        s = sessions.setdefault(key, Session(f"{path}#{key}"))
         message = record.get("message")
         content = message.get("content") if isinstance(message, dict) else None
         if isinstance(content, str):

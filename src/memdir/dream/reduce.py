@@ -39,6 +39,15 @@ bounded :class:`~memdir.dream.model.TaskSketch`); the fleet baseline (sessions w
 outcome, failures) is kept overall and per project, as are the sessions selected per project,
 so a one-project pattern is judged against its own project's prevalence and failure rate.
 
+**Conversations.** A sub-agent's transcript (``parent_session`` set) is part of the conversation
+that started it, not an independent session: a conversation — its root transcript and every
+sub-agent of it (:func:`conversation_of`) — counts once in the sessions selected and once per
+pattern, whichever of its transcripts arrive first (later ones add occurrences and examples,
+not sessions or variants). The reducer remembers, for the last :data:`CONVERSATIONS`
+conversations, which patterns each counted (64-bit hashes of their ids): exact when a
+conversation's transcripts arrive within that many conversations of each other; beyond it, a
+sub-agent counts as a conversation of its own. Memory stays bounded.
+
 ``rename`` moves everything counted under one key to another (a Drain template that
 generalised). ``state()`` is plain JSON and :meth:`Reducer.from_state` restores it exactly, so
 an interrupted run resumes with the same result.
@@ -47,6 +56,7 @@ an interrupted run resumes with the same result.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import json
 import math
 from collections.abc import Iterable, Mapping
@@ -56,9 +66,29 @@ from typing import Any, Final
 from memdir.dream.model import Excerpt, Pattern, Session, Signal, TaskSketch
 from memdir.transcripts.model import TranscriptInfo
 
-__all__ = ["MAX_VARIANTS", "Reducer", "example_rank", "source_class", "source_scopes"]
+__all__ = [
+    "CONVERSATIONS",
+    "MAX_VARIANTS",
+    "Reducer",
+    "conversation_of",
+    "example_rank",
+    "source_class",
+    "source_scopes",
+]
 
 MAX_VARIANTS: Final = 20
+#: Conversations whose counted patterns the reducer remembers (see the module docstring).
+CONVERSATIONS: Final = 4096
+
+
+def conversation_of(info: TranscriptInfo) -> str:
+    """The conversation a transcript belongs to: its parent's session, else its own."""
+    return f"{info.format}:{info.parent_session or info.session_id}"
+
+
+def _pattern_hash(miner: str, key: str) -> int:
+    digest = hashlib.blake2b(f"{miner}:{key}".encode(), digest_size=8).digest()
+    return int.from_bytes(digest, "big")
 
 
 def example_rank(excerpt: Excerpt) -> tuple[bool, int, str, int]:
@@ -153,13 +183,23 @@ class _Acc:
         seq: int,
         cls: str,
         facts: _Facts,
+        fresh: bool = True,
     ) -> None:
         """Count one session's signals of this pattern (not its links); ``cls`` is the
-        session's source class, so only the *other* classes its signals name are required."""
+        session's source class, so only the *other* classes its signals name are required.
+        ``fresh``: the session's conversation had not counted this pattern yet (else only its
+        occurrences and examples count)."""
         self.title, self.subject = group[-1].title, dict(group[-1].subject)
-        self.sessions += 1
         self.seq = seq
         self.requires.update(o for s in group for o in s.origins if o != cls)
+        self.seen(info.started_at)
+        excerpts = [s.excerpt for s in group if s.excerpt is not None]
+        if excerpts:
+            self.offer(min(excerpts, key=example_rank), limit)
+        self.occurrences += sum(signal.occurrences for signal in group)
+        if not fresh:
+            return
+        self.sessions += 1
         if facts.failed is not None:
             self.known += 1
             self.failed += int(facts.failed)
@@ -168,13 +208,8 @@ class _Acc:
         _count(self.agents, info.agent)
         _count(self.projects, info.project)
         _count(self.users, info.user)
-        self.seen(info.started_at)
         for signal in group:
-            self.occurrences += signal.occurrences
             self.count_variant(signal)
-        excerpts = [s.excerpt for s in group if s.excerpt is not None]
-        if excerpts:
-            self.offer(min(excerpts, key=example_rank), limit)
 
     def seen(self, when: dt.datetime | None) -> None:
         if when is None:
@@ -405,6 +440,8 @@ class Reducer:
         self._seq = 0
         self._acc: dict[tuple[str, str], _Acc] = {}
         self.baseline = _Baseline()
+        #: Recent conversations -> hashes of the patterns they counted (oldest first).
+        self._conversations: dict[str, set[int]] = {}
 
     def add_session(
         self,
@@ -426,16 +463,26 @@ class Reducer:
             outcome = info.outcome
             facts = _Facts(True if outcome == "failure" else False if outcome == "success"
                            else None, info.task)  # fmt: skip
-        if selected:
-            self.sessions_selected += 1
-            self.selected_by_class[cls] = self.selected_by_class.get(cls, 0) + 1
-            self.baseline.count(info.project, facts.failed)
+        conversation = conversation_of(info)
+        counted = self._conversations.pop(conversation, None)
+        if counted is None:
+            counted = set()
+            if selected:
+                self.sessions_selected += 1
+                self.selected_by_class[cls] = self.selected_by_class.get(cls, 0) + 1
+                self.baseline.count(info.project, facts.failed)
+        self._conversations[conversation] = counted  # the most recent now
+        if len(self._conversations) > CONVERSATIONS:
+            del self._conversations[next(iter(self._conversations))]
         grouped: dict[tuple[str, str], list[Signal]] = {}
         total = 0
         for signal in signals:
             grouped.setdefault((signal.miner, signal.key), []).append(signal)
             total += 1
         for ident, group in grouped.items():
+            digest = _pattern_hash(*ident)
+            fresh = digest not in counted
+            counted.add(digest)
             acc = self._acc.get(ident)
             if acc is None:
                 acc = self._acc[ident] = _Acc(ident[0], ident[1], group[0].title, group[0].subject)
@@ -444,13 +491,15 @@ class Reducer:
                 acc.sole = cls
             elif acc.sole != cls:
                 acc.split()
-            acc.count(info, group, self.max_examples, self._seq, cls, facts)
+            acc.count(info, group, self.max_examples, self._seq, cls, facts, fresh)
             if acc.parts:
                 part = acc.parts.get(cls)
                 if part is None:
                     part = acc.parts[cls] = _Acc(ident[0], ident[1], group[0].title,
                                                  group[0].subject)  # fmt: skip
-                part.count(info, group, self.max_examples, self._seq, cls, facts)
+                part.count(info, group, self.max_examples, self._seq, cls, facts, fresh)
+            if not fresh:
+                continue
             for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
                 acc.links[target] = acc.links.get(target, 0) + 1
             _prune(acc.links, MAX_VARIANTS)
@@ -465,7 +514,19 @@ class Reducer:
         return max(1, math.ceil(self.sessions_selected / self.width))
 
     def rename(self, miner: str, old: str, new: str) -> None:
-        """Move what was counted under ``old`` to ``new`` (merging when ``new`` exists)."""
+        """Move what was counted under ``old`` to ``new`` (merging when ``new`` exists), with
+        the links other patterns hold to it and the conversations that counted it."""
+        if old != new:
+            before, after = _pattern_hash(miner, old), _pattern_hash(miner, new)
+            for counted in self._conversations.values():
+                if before in counted:
+                    counted.discard(before)
+                    counted.add(after)
+            source, target_id = f"{miner}:{old}", f"{miner}:{new}"
+            for other in self._acc.values():
+                if source in other.links:
+                    moved = other.links.pop(source) + other.links.get(target_id, 0)
+                    other.links[target_id] = min(moved, other.sessions)
         acc = self._acc.pop((miner, old), None)
         if acc is None or old == new:
             if acc is not None:
@@ -523,6 +584,7 @@ class Reducer:
             "seq": self._seq,
             "baseline": self.baseline.to_json(),
             "patterns": [self._acc[k].to_json() for k in sorted(self._acc)],
+            "conversations": [[c, sorted(h)] for c, h in self._conversations.items()],
         }
 
     @classmethod
@@ -532,6 +594,8 @@ class Reducer:
         reducer.selected_by_class = dict(state.get("selected_by_class", {}))
         reducer._seq = int(state.get("seq", 0))
         reducer.baseline = _Baseline.from_json(state.get("baseline", {}))
+        for conversation, hashes in state.get("conversations", ()):
+            reducer._conversations[str(conversation)] = {int(x) for x in hashes}
         for data in state["patterns"]:
             acc = _Acc.from_json(data)
             reducer._acc[(acc.miner, acc.key)] = acc

@@ -1,0 +1,158 @@
+"""The offline dream on the coding-agent fleets' shapes: sub-agents of one conversation are one
+session, a recovery's prevalence is over the sessions its failure affected, and aider's harness
+feedback (the rejected edit, the lint run) is one cause each with the fix the sessions show.
+Figures on real data are recounted here from the raw files, with readers of the test's own."""
+
+from __future__ import annotations
+
+import datetime as dt
+import json
+import os
+import re
+from functools import cache
+from pathlib import Path
+
+import pytest
+
+from memdir.dream.engine import Engine, EngineConfig, EngineResult
+from memdir.dream.model import Session, Thresholds
+from memdir.transcripts.importing import read_source
+from memdir.transcripts.model import Event, TranscriptInfo
+from memdir.transcripts.reader import ParseContext, Source
+from memdir.transcripts.redact import Redactor
+
+DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+NOW = dt.datetime(2026, 11, 1, tzinfo=dt.UTC)
+needs_data = pytest.mark.skipif(  # under CI=true a missing data set is a failure, not a skip
+    not (DATA / "aider-chat-history").is_dir() and os.environ.get("CI") != "true",
+    reason=f"shared data not found at {DATA}",
+)
+
+
+def _info(sid: str, *, parent: str | None = None, fmt: str = "claude-code") -> TranscriptInfo:
+    return TranscriptInfo(
+        id=f"{fmt}:{sid}", format=fmt, session_id=sid, parent_session=parent, project="p",
+        user=None, agent=None, task=None, labels=(), outcome="unknown", score=None,
+        started_at=NOW, ended_at=None, events=0, tool_calls=0, tool_errors=0, redactions=0,
+        imported_at=NOW, updated_at=NOW, imported_by="owner",
+    )  # fmt: skip
+
+
+def _reads(*paths: str) -> list[Event]:
+    events: list[Event] = []
+    for n, path in enumerate(paths):
+        events.append(Event("tool_call", name="Read", call_id=f"c{n}", input={"file_path": path}))
+        events.append(Event("tool_result", call_id=f"c{n}", name="Read", output="text"))
+    return events
+
+
+def _lookups(result: EngineResult) -> dict[str, int]:
+    return {p.key: p.sessions for p in result.patterns if p.miner == "exploration"}
+
+
+def test_sub_agents_of_one_conversation_count_as_one_session() -> None:
+    """A root and three sub-agents reading the same file are one session of it; the
+    conversation counts once in the sessions selected, in whatever order its parts arrive."""
+    thresholds = Thresholds(min_sessions=2, min_prevalence=0.0)
+    parts = [Session(_info("root"), _reads("src/api.ts", "README.md"))]
+    parts += [Session(_info(f"root/agent-{n}", parent="root"), _reads("src/api.ts"))
+              for n in range(3)]  # fmt: skip
+    other = Session(_info("other"), _reads("src/api.ts"))
+    for order in (parts + [other], parts[::-1] + [other], [parts[1], other, *parts[2:], parts[0]]):
+        engine = Engine(EngineConfig(thresholds), [], NOW)
+        for session in order:
+            engine.add(session)
+        result = engine.finish()
+        assert engine.sessions_selected == 2
+        assert _lookups(result)["read src/api.ts"] == 2  # the conversation and the other one
+        assert _lookups(result)["read README.md"] == 1
+        (pattern,) = [p for p in result.patterns if p.key == "read src/api.ts"]
+        assert pattern.occurrences == 5 and pattern.prevalence == 1.0
+    # the same session id in another format is another conversation
+    engine = Engine(EngineConfig(thresholds), [], NOW)
+    engine.add(Session(_info("root"), _reads("src/api.ts")))
+    engine.add(Session(_info("root", fmt="codex"), _reads("src/api.ts")))
+    assert engine.sessions_selected == 2
+
+
+def test_conversations_survive_a_checkpoint() -> None:
+    thresholds = Thresholds(min_sessions=1, min_prevalence=0.0)
+    engine = Engine(EngineConfig(thresholds), [], NOW)
+    engine.add(Session(_info("root"), _reads("src/api.ts")))
+    state = json.loads(json.dumps(engine.state()))
+    resumed = Engine.restore(EngineConfig(thresholds), [], NOW, state)
+    resumed.add(Session(_info("root/agent-1", parent="root"), _reads("src/api.ts")))
+    assert resumed.sessions_selected == 1
+    assert _lookups(resumed.finish())["read src/api.ts"] == 1
+
+
+# --- real fleets ----------------------------------------------------------------------------
+
+
+@cache
+def fleet(name: str) -> tuple[Session, ...]:
+    """Every session of a shared fleet, imported as the store would, in id order."""
+    files = sorted(p for p in (DATA / name).rglob("*")
+                   if p.is_file() and p.suffix in (".jsonl", ".traj", ".md")
+                   and p.name not in ("SOURCE.md",))  # fmt: skip
+    redactor = Redactor()
+    out: list[Session] = []
+    for path in files:
+        ctx = ParseContext(cleaner=redactor.clean, redaction_total=lambda: redactor.total)
+        for t in read_source(Source.from_path(path), ctx, None):
+            info = TranscriptInfo(
+                id=f"{t.format}:{t.session_id}", format=t.format, session_id=t.session_id,
+                parent_session=t.parent_session, project=t.project, user=t.user,
+                agent=t.agent, task=t.task, labels=t.labels, outcome=t.outcome,
+                score=t.score, started_at=t.started_at, ended_at=t.ended_at,
+                events=len(t.events), tool_calls=0, tool_errors=0, redactions=0,
+                imported_at=NOW, updated_at=NOW, imported_by="owner",
+            )  # fmt: skip
+            out.append(Session(info, t.events, dict(t.meta)))
+    return tuple(sorted(out, key=lambda s: s.id))
+
+
+@cache
+def dream(name: str) -> tuple[EngineResult, int]:
+    engine = Engine(EngineConfig(), [], NOW)
+    for s in fleet(name):
+        engine.add(s)
+    return engine.finish(), engine.sessions_selected
+
+
+@needs_data
+def test_claude_code_sub_agents_are_not_independent_sessions() -> None:
+    root = DATA / "claude-code-happy-cli"
+    ids: set[str] = set()
+    for path in root.rglob("*.jsonl"):
+        for line in path.read_text(encoding="utf-8").splitlines():
+            record = json.loads(line) if line.strip() else {}
+            if record.get("type") in ("user", "assistant") and record.get("sessionId"):
+                ids.add(record["sessionId"])
+    sessions = fleet("claude-code-happy-cli")
+    assert any(s.info.parent_session for s in sessions)  # the long session's Task sub-agents
+    result, selected = dream("claude-code-happy-cli")
+    # stored: one transcript per conversation part; counted: one session per conversation
+    # (a file whose one line is a lone summary holds no conversation)
+    assert selected == len({s.info.parent_session or s.info.session_id for s in sessions})
+    assert selected <= len(ids) < len(sessions)
+    # a file the sub-agents of the long session each read is one session's lookup
+    assert not [d for d in result.drafts if d.pattern.miner == "exploration"]
+
+
+@needs_data
+def test_swe_agent_recovery_prevalence_counts_the_sessions_the_failure_affected() -> None:
+    rejected = re.compile(r"Your proposed edit has introduced new syntax error"
+                          r"(.|\n)*IndentationError: unexpected indent")  # fmt: skip
+    affected = 0
+    for path in (DATA / "swe-agent-trajectories").rglob("*.traj"):
+        steps = json.loads(path.read_text(encoding="utf-8")).get("trajectory") or []
+        affected += any(rejected.search(str(s.get("observation") or "")) for s in steps)
+    result, selected = dream("swe-agent-trajectories")
+    (draft,) = [d for d in result.drafts if d.pattern.miner == "recovery"]
+    assert draft.pattern.sessions == affected == draft.pattern.subject["failure_sessions"]
+    fixed = draft.pattern.variants["fix the indentation"]
+    assert fixed < affected  # the fix worked in fewer sessions than the failure hit
+    body = draft.operations[0].content  # type: ignore[union-attr]
+    assert f"worked in {fixed} of {affected} sessions" in body
+    assert f"Seen in {affected} of {selected} sessions" in body
