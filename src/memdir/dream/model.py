@@ -228,6 +228,9 @@ class Signal:
     variant: str | None = None
     occurrences: int = 1
     origins: tuple[str, ...] = ()
+    #: Facts of this observation counted across sessions beside the variant (the checks and
+    #: codes a lint report names, the reason a harness gave): sessions per detail.
+    details: tuple[str, ...] = ()
 
     @property
     def pattern_id(self) -> str:
@@ -257,6 +260,8 @@ class Pattern:
     last_seen: dt.datetime | None = None
     examples: list[Excerpt] = field(default_factory=list)
     variants: dict[str, int] = field(default_factory=dict)
+    #: Sessions per detail of its signals (:attr:`Signal.details`), most frequent first.
+    details: dict[str, int] = field(default_factory=dict)
     coverage: Coverage = "new"
     memory_paths: list[str] = field(default_factory=list)
     #: Other patterns that explained this one's signals, by the number of sessions they did
@@ -349,6 +354,7 @@ class Pattern:
             "last_seen": self.last_seen.isoformat() if self.last_seen else None,
             "coverage": self.coverage,
             "variants": dict(sorted(self.variants.items(), key=lambda kv: -kv[1])[:5]),
+            **({"details": dict(list(self.details.items())[:5])} if self.details else {}),
             **self.outcome_statistics(),
             **self.extra,
         }

@@ -13,6 +13,7 @@ events — so its size grows with the number of distinct patterns, not with the 
 - ``variants``: a counter of the signals' variants, pruned to the top :data:`MAX_VARIANTS`
   whenever it reaches four times that (ties broken by text), each with the title and subject
   of its first signal: a pattern's subject is its top variant's, else its latest signal's;
+  ``details`` count the signals' details (sessions per detail) the same way;
 - ``links``: for each session, the other patterns whose signals explain this one's in that
   session (a tool error that a recovery fixed), counted and pruned the same way; decide uses
   them to leave out what a stronger pattern already explains.
@@ -142,6 +143,9 @@ class _Acc:
     examples: list[Excerpt] = field(default_factory=list)
     variants: dict[str, int] = field(default_factory=dict)
     variant_meta: dict[str, tuple[str, dict[str, Any]]] = field(default_factory=dict)
+    #: Sessions per signal detail (:attr:`~memdir.dream.model.Signal.details`), pruned like
+    #: the variants.
+    details: dict[str, int] = field(default_factory=dict)
     links: dict[str, int] = field(default_factory=dict)
     delta: int = 0
     #: Per source class, the same counters and samples (no links) — kept only once a second
@@ -210,6 +214,9 @@ class _Acc:
         _count(self.users, info.user)
         for signal in group:
             self.count_variant(signal)
+        for detail in sorted({d for signal in group for d in signal.details}):
+            self.details[detail] = self.details.get(detail, 0) + 1
+        _prune(self.details, MAX_VARIANTS)
 
     def seen(self, when: dt.datetime | None) -> None:
         if when is None:
@@ -253,6 +260,7 @@ class _Acc:
             (self.projects, other.projects),
             (self.users, other.users),
             (self.variants, other.variants),
+            (self.details, other.details),
             (self.links, other.links),
         ):
             for label, count in theirs.items():
@@ -297,6 +305,7 @@ class _Acc:
             last_seen=self.last_seen,
             examples=list(self.examples),
             variants=dict(sorted(self.variants.items(), key=lambda kv: (-kv[1], kv[0]))),
+            details=dict(sorted(self.details.items(), key=lambda kv: (-kv[1], kv[0]))),
             links=dict(sorted(self.links.items())),
             sources={cls: part.sessions for cls, part in sorted(self.classes().items())},
             requires={
@@ -328,6 +337,7 @@ class _Acc:
             "examples": [e.to_json() for e in self.examples],
             "variants": self.variants,
             "variant_meta": {k: [t, s] for k, (t, s) in self.variant_meta.items()},
+            "details": self.details,
             "links": self.links,
             "delta": self.delta,
             "seq": self.seq,
@@ -365,6 +375,7 @@ class _Acc:
             ],
             variants=dict(data["variants"]),
             variant_meta={k: (t, dict(s)) for k, (t, s) in data["variant_meta"].items()},
+            details=dict(data.get("details", {})),
             links=dict(data["links"]),
             delta=int(data.get("delta", 0)),
             parts={cls: _Acc.from_json(part) for cls, part in data.get("parts", {}).items()},

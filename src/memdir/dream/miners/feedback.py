@@ -69,7 +69,7 @@ KINDS: Final = (
     ("edit", re.compile(
         r"failed to (?:exactly )?match|searchreplacenoexactmatch|no exact match|"
         r"no replacement was performed|did not appear verbatim|must exactly match|"
-        r"edit (?:was|has been) (?:rejected|reverted)", re.I)),
+        r"edit (?:was|has been) (?:rejected|reverted)|did not conform to the edit format", re.I)),
     ("format", re.compile(
         r"not formatted correctly|did not conform to the (?:\w+ )?format|wrong format|"
         r"malformed (?:response|output|action)|could not parse (?:your|the) (?:response|output|"
@@ -125,6 +125,13 @@ _INSTRUCTION: Final = re.compile(
     re.I,
 )
 _SLASH: Final = re.compile(r"^/[a-z][\w-]*\b")
+#: What a lint report names: a check that failed (pre-commit's ``flake8....Failed``) and a
+#: finding with its code (``path:12:3: F821 undefined name 'x'``, SWE-agent's ``- E999 …``).
+_CHECK_FAILED: Final = re.compile(r"^([A-Za-z][\w-]*)\.{3,}\s*Failed$")
+_FINDING: Final = re.compile(r"^(?:\S+?:\d+:(?:\d+:)?\s*|- )([A-Z]{1,3}\d{3,4}) (.+)$")
+_QUOTED: Final = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
+#: Details kept per feedback event.
+MAX_DETAILS: Final = 4
 _ANSI: Final = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 
 
@@ -237,10 +244,33 @@ class _Event:
     line: str
     instruction: str
     tool: str | None  # the tool whose next call must comply (tool results)
+    details: tuple[str, ...] = ()  # the checks and codes a lint report names
 
 
 def _acted(event: Event) -> bool:
     return event.kind == "tool_call" or (event.kind == "message" and event.role == "assistant")
+
+
+def _lint_details(lines: Sequence[str]) -> tuple[str, ...]:
+    """The failing checks and coded findings of a lint report (:data:`_FINDING`), masked but
+    for the code (``F821 undefined name <str>``), in order, at most :data:`MAX_DETAILS`."""
+    out: list[str] = []
+    for line in lines:
+        check = _CHECK_FAILED.match(line)
+        found = _FINDING.match(line) if check is None else None
+        if check is not None:
+            detail = f"{check.group(1)} failed"
+        elif found is not None:
+            # the code is the cause; a quoted name is the instance (``'os' imported but unused``)
+            message = _QUOTED.sub("<str>", found.group(2))
+            detail = f"{found.group(1)} {' '.join(mask_tokens(message, 12))}"
+        else:
+            continue
+        if detail not in out:
+            out.append(detail)
+            if len(out) >= MAX_DETAILS:
+                break
+    return tuple(out)
 
 
 def _found(session: Session) -> list[_Event]:
@@ -260,7 +290,9 @@ def _found(session: Session) -> list[_Event]:
         if event.kind == "tool_result" and event.output:
             anchor, tool = calls.get(event.call_id or "", (position, event.name or "?"))
             lines, message, source = _lines(event.output, RESULT_LINES), False, tool
-        elif event.kind == "message" and event.role in ("user", "system") and acted:
+        elif event.kind == "message" and (
+            (event.role in ("user", "system") and acted) or event.role == "system"
+        ):
             text = event.text or ""
             if is_simulator_closing(text) or _SLASH.match(text.lstrip()):
                 continue
@@ -275,13 +307,19 @@ def _found(session: Session) -> list[_Event]:
             for index, line in enumerate(lines)
             if (kind := feedback_kind(line, message=message)) is not None
         ]
+        if not acted:
+            # Before the agent's first action only a lint report is feedback: it is about the
+            # files (aider's ``--lint`` launch lints what an earlier session left), while a
+            # system prompt's words about formats and limits are no event.
+            hits = [hit for hit in hits if hit[2] == "lint"]
         if not hits:
             continue
         _, index, kind = min(hits)  # the most specific kind, on its first line
         line, after = _first_sentence(lines[index])
         rest = [x for x in [after, *lines[index + 1 :]] if x and _prose(x)]
         instruction = rest[0] if rest else (line if _prose(line) else "")
-        out.append(_Event(position, anchor, kind, source, line, instruction, tool))
+        details = _lint_details(lines[index:]) if kind == "lint" else ()
+        out.append(_Event(position, anchor, kind, source, line, instruction, tool, details))
     return out
 
 
@@ -336,7 +374,7 @@ class FeedbackMiner:
         found = _found(session)
         filed: list[tuple[_Event, int]] = []
         for event in found:
-            group = f"{event.kind}\x1f{event.source}"
+            group = event.kind  # one harness message is one template whatever carried it
             index, old = self.drain.add(group, mask_tokens(event.line))
             if old is not None:
                 new = self.drain.template(index)
@@ -358,7 +396,7 @@ class FeedbackMiner:
 
     @staticmethod
     def _key(event: _Event, template: str) -> str:
-        return bounded_key(f"{event.kind}|{event.source}|{template}")
+        return bounded_key(f"{event.kind}|{template}")
 
     def _signal(
         self,
@@ -404,6 +442,8 @@ class FeedbackMiner:
             "instruction": cut(event.instruction, 240),
             "fix": fix,
         }
+        if event.details:
+            subject["details"] = list(event.details)
         return Signal(
             miner=self.name,
             key=key,
@@ -411,6 +451,7 @@ class FeedbackMiner:
             title=f"Harness feedback ({event.kind}): {cut(event.line, 140)}",
             excerpt=excerpt(session, event.anchor, max(last, event.anchor), text),
             variant=variant,
+            details=event.details,
         )
 
     def renames(self) -> list[tuple[str, str]]:
@@ -467,6 +508,9 @@ class FeedbackMiner:
         ]
         if s.get("instruction"):
             body += [f'The harness asks: "{s.get("instruction")}"']
+        if pattern.details:
+            shown = [f"`{d}` ({n})" for d, n in list(pattern.details.items())[:6]]
+            body += ["", f"What it reported most (sessions): {', '.join(shown)}."]
         if complied:
             body += [
                 "",

@@ -66,6 +66,9 @@ WINDOW: Final = 3
 _JACCARD: Final = 0.5
 _DIGITS: Final = re.compile(r"\d+")
 _RATIO: Final = 0.6
+#: The share of a tool error's sessions a recovery must have fixed to stand for it (as
+#: ``decide.EXPLAINED_SHARE``: the error is then reported as explained by the recovery).
+_STANDS_FOR: Final = 0.5
 
 
 def input_tokens(call: Call) -> list[str]:
@@ -244,8 +247,10 @@ def fix_rates(patterns: Sequence[Pattern]) -> None:
     A recovery is linked from the tool error of its failing call in every session it fixed
     (see :func:`memdir.dream.engine.links_of`); ``M`` is the largest such error's session
     count (at least the recovery's own). When that error was seen in every session of the
-    recovery (its links name the recovery that often), those sessions are a subset of the
-    error's, so the error's counters — sessions, outcomes, tasks, labels, source classes,
+    recovery (its links name the recovery that often) and the recovery fixed it in at least
+    half of the error's sessions (:data:`_STANDS_FOR`: when decide reports the error as
+    explained by it), the recovery's sessions are a subset of the error's, so the error's
+    counters — sessions, outcomes, tasks, labels, source classes,
     first and last seen — are the union of both and become the recovery's (source classes
     are merged per class, so placement requires readers of every class counted).
     """
@@ -266,10 +271,12 @@ def fix_rates(patterns: Sequence[Pattern]) -> None:
         pattern.subject["failure_sessions"] = max(
             failure.sessions if failure is not None else 0, pattern.sessions
         )
+        linked = failure.links.get(pattern.id, 0) if failure is not None else 0
         if (
             failure is not None
             and failure.sessions > pattern.sessions
-            and failure.links.get(pattern.id, 0) >= pattern.sessions
+            and linked >= pattern.sessions
+            and linked >= _STANDS_FOR * failure.sessions
         ):
             _take_reach(pattern, failure)
 

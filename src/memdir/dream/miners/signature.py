@@ -147,6 +147,12 @@ _WRAPPER_LINES: Final = re.compile(
     r"npm (?:warn|WARN|notice)|> \S+@\S+ \S+$|> |\[dotenv@|Warning: |WARNING: |warning: |"
     r".{0,40}\[(?:INFO|DEBUG|TRACE|WARN|WARNING)\]|(?:INFO|DEBUG)[: ])",
 )
+#: Lines that point elsewhere or keep accounts, never what failed: a bare link (aider's
+#: ``https://aider.chat/docs/troubleshooting/edit-errors.html`` holds "errors" in its path)
+#: and a harness's token and cost line (``Tokens: 26,161 sent, 141 received. Cost: …``).
+_NOT_ERROR_LINES: Final = re.compile(
+    r"^(?:<?[a-zA-Z][a-zA-Z0-9+.-]*://\S+>?|Tokens?: [\d,.]+k? sent\b.*|Cost: \$.*)$"
+)
 _SHELL_PREFIX: Final = re.compile(r"^(?:/bin/|/usr/bin/)?(?:ba|z|da|k)?sh: (?:line )?\d*:? ?")
 #: Informative literals, quoted so masking keeps them and Drain does not merge them away.
 _LITERALS: Final = (
@@ -208,7 +214,7 @@ def error_line(output: str | None) -> str:
     (``error``, ``failed``, ``not found``, ``denied``, ...) among the first 200 lines, skipping
     harness wrappers and section headers (:data:`_WRAPPER_LINES`: ``Your proposed edit has
     introduced new syntax error(s)``, ``<returncode>``, ``Exit code N``, ``=== FAILURES ===``,
-    node/npm warnings) — an editor's ``- E999 IndentationError: …`` line gives the error
+    node/npm warnings), bare links and token/cost lines — an editor's ``- E999 IndentationError: …`` line gives the error
     without its lint code; else the first such non-wrapper line, else the first line.
     Informative literals are quoted so masking keeps them: ``bash: foo: command not found`` is
     ``command not found: 'foo'``, ``No module named numpy`` is ``No module named 'numpy'``.
@@ -226,7 +232,7 @@ def error_line(output: str | None) -> str:
         if not line:
             continue
         first = first or line
-        if _WRAPPER_LINES.match(line) or _EXIT_LINE.match(line):
+        if _WRAPPER_LINES.match(line) or _EXIT_LINE.match(line) or _NOT_ERROR_LINES.match(line):
             continue
         if line.startswith("E ") and line[2:3] in (" ", ""):
             line = line[1:].strip()  # pytest's failure lines: ``E   KeyError: 'x'``
