@@ -58,7 +58,7 @@ def test_sub_agents_of_one_conversation_count_as_one_session() -> None:
     parts += [Session(_info(f"root/agent-{n}", parent="root"), _reads("src/api.ts"))
               for n in range(3)]  # fmt: skip
     other = Session(_info("other"), _reads("src/api.ts"))
-    for order in (parts + [other], parts[::-1] + [other], [parts[1], other, *parts[2:], parts[0]]):
+    for order in ([*parts, other], [*parts[::-1], other], [parts[1], other, *parts[2:], parts[0]]):
         engine = Engine(EngineConfig(thresholds), [], NOW)
         for session in order:
             engine.add(session)
@@ -156,3 +156,104 @@ def test_swe_agent_recovery_prevalence_counts_the_sessions_the_failure_affected(
     body = draft.operations[0].content  # type: ignore[union-attr]
     assert f"worked in {fixed} of {affected} sessions" in body
     assert f"Seen in {affected} of {selected} sessions" in body
+
+
+# --- aider: the rejected edit and the lint run -------------------------------------------------
+
+REJECTED = """Tokens: 26,161 sent, 141 received. Cost: $0.08 request, $0.39 session.
+The LLM did not conform to the edit format.
+https://aider.chat/docs/troubleshooting/edit-errors.html
+# 1 SEARCH/REPLACE block failed to match!
+
+## SearchReplaceNoExactMatch: This SEARCH block failed to exactly match lines in aider/io.py
+The SEARCH section must exactly match an existing block of lines including all white space"""
+LINT = """# Fix any errors below, if possible.
+
+## Running: /home/dev/tmp.lint.sh tests/test_main.py
+
+isort....................................................................Passed
+flake8...................................................................Failed
+- hook id: flake8
+- exit code: 1
+
+tests/test_main.py:312:14: F821 undefined name 'GitTemporaryDirectory'
+tests/test_main.py:3:1: F401 'os' imported but unused"""
+
+
+def test_a_docs_link_or_a_token_line_is_never_the_error_signature() -> None:
+    from memdir.dream.miners.signature import error_line
+
+    assert error_line(REJECTED) == "# 1 SEARCH/REPLACE block failed to match!"
+    no_reason = "\n".join(REJECTED.splitlines()[:3])
+    assert error_line(no_reason) == "The LLM did not conform to the edit format."
+
+
+def _feedback(*events: Event) -> list[tuple[str, dict[str, object], tuple[str, ...]]]:
+    from memdir.dream.miners.base import MinerContext
+    from memdir.dream.miners.failures import FailureRules
+    from memdir.dream.miners.feedback import FeedbackMiner
+
+    miner = FeedbackMiner(MinerContext(FailureRules()))
+    signals = miner.mine(Session(_info("s", fmt="aider"), list(events)))
+    return [(s.key, s.subject, s.details) for s in signals]
+
+
+def test_aider_rejection_is_one_edit_feedback_whatever_reason_follows() -> None:
+    call = Event("tool_call", name="edit", call_id="e", input={"files": ["aider/io.py"]})
+    reasons = (REJECTED, "\n".join(REJECTED.splitlines()[:3]) + "\nNo filename provided")
+    keys = set()
+    for output in reasons:
+        found = _feedback(Event("message", role="assistant", text="edit"), call,
+                          Event("tool_result", call_id="e", name="edit", output=output,
+                                is_error=True))  # fmt: skip
+        ((key, subject, _),) = found
+        assert subject["kind"] == "edit"
+        keys.add(key)
+    assert keys == {"edit|The LLM did not conform to the edit format."}
+
+
+def test_a_lint_report_is_feedback_before_the_agent_acted_and_names_its_findings() -> None:
+    launch = _feedback(
+        Event("message", role="system", text="aider --lint\nAider v0.50\n" + LINT),
+        Event("message", role="assistant", text="I'll add the import."),
+        Event("tool_call", name="edit", call_id="e", input={"files": ["tests/test_main.py"]}),
+        Event("tool_result", call_id="e", name="edit", output="Applied edit"),
+    )
+    after_edit = _feedback(
+        Event("message", role="assistant", text="edit"),
+        Event("tool_call", name="edit", call_id="e", input={"files": ["tests/test_main.py"]}),
+        Event("tool_result", call_id="e", name="edit", output="Applied edit\n" + LINT),
+    )
+    ((key, subject, details),) = launch
+    assert [k for k, _, _ in after_edit] == [key] == ["lint|# Fix any errors below, if possible."]
+    assert subject["details"] == ["flake8 failed", "F821 undefined name <str>",
+                                  "F401 <str> imported but unused"]  # fmt: skip
+    assert details[:3] == tuple(subject["details"])  # type: ignore[arg-type]
+    # before the agent's first action nothing else is feedback: a system prompt's rules on
+    # formats, limits and timeouts are no event
+    prompt = "You must answer in the right format. Never exceed the step limit; avoid timeouts."
+    assert _feedback(Event("message", role="system", text=prompt),
+                     Event("message", role="assistant", text="ok")) == []  # fmt: skip
+
+
+@needs_data
+def test_aider_fleet_rejections_and_lint_runs_recounted() -> None:
+    """Recounted from the raw history: sessions (header-delimited) whose aider output says the
+    edit was rejected, and whose output holds a lint report; the dream has one pattern each."""
+    rejected = lint = 0
+    for path in sorted((DATA / "aider-chat-history").rglob("*.md")):
+        if path.name == "SOURCE.md":
+            continue
+        chunks = re.split(r"(?m)^# aider chat started at .*$", path.read_text(encoding="utf-8"))
+        for chunk in chunks:
+            harness = [x[2:] for x in chunk.splitlines() if x.startswith("> ")]
+            rejected += any("did not conform to the edit format" in x for x in harness)
+            lint += any(x.startswith("# Fix any errors below") for x in harness)
+    result, _ = dream("aider-chat-history")
+    feedback = {p.subject["kind"]: p for p in result.kept if p.miner == "feedback"}
+    # within 2 of the raw count, by reading: a rejection aider printed when its developer ran
+    # ``aider --apply bad-edit.md`` (no agent turn: 2 sessions) is no agent's failure, and the
+    # lint report the history's headerless start opens with (the user's turn) is not counted
+    assert 0 <= rejected - feedback["edit"].sessions <= 2
+    assert 0 <= lint - feedback["lint"].sessions <= 2
+    assert [d.pattern.miner for d in result.drafts] == ["feedback", "feedback"]

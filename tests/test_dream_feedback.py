@@ -106,21 +106,34 @@ def acted_then(session: Session, text: re.Pattern[str], *, kind: str) -> bool:
 # --- harness feedback on real fleets ----------------------------------------------------
 
 
+def harness_said(session: Session, text: re.Pattern[str]) -> bool:
+    """The test's own reading: a tool result or a system message (aider's output) holds it."""
+    return any(
+        text.search(e.output or "") if e.kind == "tool_result" else
+        e.kind == "message" and e.role == "system" and bool(text.search(e.text or ""))
+        for e in session.events
+    )  # fmt: skip
+
+
 @needs_data
 def test_aider_edit_and_lint_feedback_are_mined_with_their_fix() -> None:
     result = dream("aider")
     found = {p.subject["kind"]: p for p in by_miner(result, "feedback")}
     assert set(found) >= {"edit", "lint"}
     sessions = fleet("aider")
-    no_match = re.compile(r"SEARCH/REPLACE blocks? failed to match")
+    # one cause each: the rejection, whatever reason follows it (a SEARCH block that failed
+    # to match, no file name, ...), and the lint run, after an edit or at a --lint launch
+    rejected = re.compile(r"did not conform to the edit format")
     lint = re.compile(r"# Fix any errors below, if possible\.")
-    assert found["edit"].sessions == sum(acted_then(s, no_match, kind="tool_result")
+    assert found["edit"].sessions == sum(acted_then(s, rejected, kind="tool_result")
                                          for s in sessions)  # fmt: skip
-    assert found["lint"].sessions == sum(acted_then(s, lint, kind="tool_result")
-                                         for s in sessions)  # fmt: skip
+    assert found["lint"].sessions == sum(harness_said(s, lint) for s in sessions)
+    assert found["edit"].subject["signature"] == "The LLM did not conform to the edit format."
     edit = found["edit"]
-    # the fix is the harness's own rule and how often the next edit applied
-    assert "must exactly match" in edit.subject["instruction"]
+    # the fix is the harness's own rule (its most frequent request) and how often the next
+    # edit applied
+    asks = [d for d in edit.details if d.startswith("asks: ")]
+    assert asks and "must exactly match" in asks[0]
     assert (
         sum(n for v, n in edit.variants.items() if v.startswith("complied")) >= edit.sessions // 2
     )
@@ -130,12 +143,25 @@ def test_aider_edit_and_lint_feedback_are_mined_with_their_fix() -> None:
     assert "must exactly match" in note.content and "What worked: the next turn complied" in (
         note.content
     )
-    # the tool error the same calls gave (its signature was the docs URL) is reported once,
+    # the lint note names what the linter reported, counted over sessions: the failing check
+    # first, then the codes with their messages (names masked: the code is the cause)
+    flake8 = re.compile(r"^flake8\.{3,}\s*Failed$", re.M)
+    details = found["lint"].details
+    assert next(d for d in details if not d.startswith("asks: ")) == "flake8 failed"
+    linted = [s for s in sessions if harness_said(s, lint)]
+    assert details["flake8 failed"] == sum(harness_said(s, flake8) for s in linted)
+    (lint_draft,) = [d for d in result.drafts if d.pattern.id == found["lint"].id]
+    body = lint_draft.operations[0].content  # type: ignore[union-attr]
+    assert "`F821 undefined name <str>`" in body and "`F401 <str> imported but unused`" in body
+    # no docs link is a signature; the tool errors the rejected edits gave are reported once,
     # as the feedback pattern that carries the fix
-    url = [p for p, _ in result.left_out if p.miner == "tool_errors" and p.subject["signature"]
-           == "<url>"]  # fmt: skip
-    assert url and all((reason_of(result, p.id) or "").startswith("explained by feedback:")
-                       for p in url)  # fmt: skip
+    assert not [p for p in result.patterns if p.miner == "tool_errors"
+                and p.subject["signature"] == "<url>"]  # fmt: skip
+    no_match = [p for p, _ in result.left_out if p.miner == "tool_errors"
+                and "failed to match" in p.subject["signature"]]  # fmt: skip
+    assert no_match and all(
+        (reason_of(result, p.id) or "").startswith(f"explained by {edit.id}") for p in no_match
+    )
 
 
 @needs_data

@@ -129,6 +129,8 @@ _SLASH: Final = re.compile(r"^/[a-z][\w-]*\b")
 #: finding with its code (``path:12:3: F821 undefined name 'x'``, SWE-agent's ``- E999 …``).
 _CHECK_FAILED: Final = re.compile(r"^([A-Za-z][\w-]*)\.{3,}\s*Failed$")
 _FINDING: Final = re.compile(r"^(?:\S+?:\d+:(?:\d+:)?\s*|- )([A-Z]{1,3}\d{3,4}) (.+)$")
+#: The prefix of the detail that records the harness's instruction (:meth:`FeedbackMiner.note`).
+_ASKS: Final = "asks: "
 _QUOTED: Final = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
 #: Details kept per feedback event.
 MAX_DETAILS: Final = 4
@@ -451,7 +453,11 @@ class FeedbackMiner:
             title=f"Harness feedback ({event.kind}): {cut(event.line, 140)}",
             excerpt=excerpt(session, event.anchor, max(last, event.anchor), text),
             variant=variant,
-            details=event.details,
+            # what the harness asked is counted too: the note quotes the most frequent request
+            details=(
+                *event.details,
+                *([_ASKS + subject["instruction"]] if event.instruction else []),
+            ),
         )
 
     def renames(self) -> list[tuple[str, str]]:
@@ -506,10 +512,13 @@ class FeedbackMiner:
             "",
             f"Rule: {RULES.get(kind, RULES['warning'])}",
         ]
-        if s.get("instruction"):
-            body += [f'The harness asks: "{s.get("instruction")}"']
-        if pattern.details:
-            shown = [f"`{d}` ({n})" for d, n in list(pattern.details.items())[:6]]
+        asks = [d.removeprefix(_ASKS) for d in pattern.details if d.startswith(_ASKS)]
+        instruction = asks[0] if asks else s.get("instruction")  # the most frequent request
+        if instruction:
+            body += [f'The harness asks: "{instruction}"']
+        reported = [(d, n) for d, n in pattern.details.items() if not d.startswith(_ASKS)]
+        if reported:
+            shown = [f"`{d}` ({n})" for d, n in reported[:6]]
             body += ["", f"What it reported most (sessions): {', '.join(shown)}."]
         if complied:
             body += [

@@ -214,8 +214,9 @@ def error_line(output: str | None) -> str:
     (``error``, ``failed``, ``not found``, ``denied``, ...) among the first 200 lines, skipping
     harness wrappers and section headers (:data:`_WRAPPER_LINES`: ``Your proposed edit has
     introduced new syntax error(s)``, ``<returncode>``, ``Exit code N``, ``=== FAILURES ===``,
-    node/npm warnings), bare links and token/cost lines — an editor's ``- E999 IndentationError: …`` line gives the error
-    without its lint code; else the first such non-wrapper line, else the first line.
+    node/npm warnings), bare links and token/cost lines — an editor's ``- E999
+    IndentationError: …`` line gives the error without its lint code; else the first such
+    non-wrapper line, else the first line.
     Informative literals are quoted so masking keeps them: ``bash: foo: command not found`` is
     ``command not found: 'foo'``, ``No module named numpy`` is ``No module named 'numpy'``.
     """
