@@ -34,12 +34,6 @@ needs_data = pytest.mark.skipif(  # under CI=true a missing data set is a failur
 
 #: Fleets today's engine does not pass, with the root cause (issue: dreaming on real fleets).
 FAILING: dict[str, str] = {
-    "aider-chat-history": "harness feedback (edit rejected, lint failures) reaches no miner; a "
-    "URL is taken as an error signature",
-    "claude-code-happy-cli": "sub-agents of one conversation count as independent sessions, so "
-    "one file read by them is proposed as navigation",
-    "swe-agent-trajectories": "the proposal counts the 7 sessions where the fix worked, not the "
-    "8 the failure affected (4.5 pp on 22 sessions)",
     "tau-bench-airline": "no contrast of failed and successful sessions: policy violations whose "
     "calls succeed are missed; drafts carry no fix",
     "tau2-airline": "the user simulator's ###STOP### closing is proposed as a correction; no "
