@@ -44,10 +44,12 @@ so a one-project pattern is judged against its own project's prevalence and fail
 that started it, not an independent session: a conversation — its root transcript and every
 sub-agent of it (:func:`conversation_of`) — counts once in the sessions selected and once per
 pattern, whichever of its transcripts arrive first (later ones add occurrences and examples,
-not sessions or variants). The reducer remembers, for the last :data:`CONVERSATIONS`
-conversations, which patterns each counted (64-bit hashes of their ids): exact when a
-conversation's transcripts arrive within that many conversations of each other; beyond it, a
-sub-agent counts as a conversation of its own. Memory stays bounded.
+not sessions or variants). The reducer remembers which patterns a conversation counted (64-bit
+hashes of their ids) for the last :data:`CONVERSATIONS` conversations a sub-agent was seen in,
+and for the last :data:`RECENT_ROOTS` root transcripts (a root does not say whether it has
+sub-agents, and most have none): exact when a conversation's sub-agents arrive before its root
+or within that many conversations after it; otherwise a sub-agent counts as a conversation of
+its own. Memory stays bounded, and flat once the fleet passes those counts.
 
 ``rename`` moves everything counted under one key to another (a Drain template that
 generalised). ``state()`` is plain JSON and :meth:`Reducer.from_state` restores it exactly, so
@@ -70,6 +72,7 @@ from memdir.transcripts.model import TranscriptInfo
 __all__ = [
     "CONVERSATIONS",
     "MAX_VARIANTS",
+    "RECENT_ROOTS",
     "Reducer",
     "conversation_of",
     "example_rank",
@@ -78,8 +81,10 @@ __all__ = [
 ]
 
 MAX_VARIANTS: Final = 20
-#: Conversations whose counted patterns the reducer remembers (see the module docstring).
+#: Conversations with a sub-agent, and root transcripts, whose counted patterns the reducer
+#: remembers (see the module docstring).
 CONVERSATIONS: Final = 4096
+RECENT_ROOTS: Final = 256
 
 
 def conversation_of(info: TranscriptInfo) -> str:
@@ -451,8 +456,10 @@ class Reducer:
         self._seq = 0
         self._acc: dict[tuple[str, str], _Acc] = {}
         self.baseline = _Baseline()
-        #: Recent conversations -> hashes of the patterns they counted (oldest first).
+        #: Conversations a sub-agent was seen in, and recent roots -> hashes of the patterns
+        #: they counted (each oldest first).
         self._conversations: dict[str, set[int]] = {}
+        self._roots: dict[str, set[int]] = {}
 
     def add_session(
         self,
@@ -476,15 +483,23 @@ class Reducer:
                            else None, info.task)  # fmt: skip
         conversation = conversation_of(info)
         counted = self._conversations.pop(conversation, None)
+        parts = counted is not None or info.parent_session is not None
+        if counted is None:
+            counted = self._roots.pop(conversation, None)
         if counted is None:
             counted = set()
             if selected:
                 self.sessions_selected += 1
                 self.selected_by_class[cls] = self.selected_by_class.get(cls, 0) + 1
                 self.baseline.count(info.project, facts.failed)
-        self._conversations[conversation] = counted  # the most recent now
-        if len(self._conversations) > CONVERSATIONS:
-            del self._conversations[next(iter(self._conversations))]
+        # the most recent now: a conversation with a sub-agent in the long memory, a lone
+        # root among the recent roots
+        memory, bound = (
+            (self._conversations, CONVERSATIONS) if parts else (self._roots, RECENT_ROOTS)
+        )
+        memory[conversation] = counted
+        if len(memory) > bound:
+            del memory[next(iter(memory))]
         grouped: dict[tuple[str, str], list[Signal]] = {}
         total = 0
         for signal in signals:
@@ -529,7 +544,7 @@ class Reducer:
         the links other patterns hold to it and the conversations that counted it."""
         if old != new:
             before, after = _pattern_hash(miner, old), _pattern_hash(miner, new)
-            for counted in self._conversations.values():
+            for counted in [*self._conversations.values(), *self._roots.values()]:
                 if before in counted:
                     counted.discard(before)
                     counted.add(after)
@@ -596,6 +611,7 @@ class Reducer:
             "baseline": self.baseline.to_json(),
             "patterns": [self._acc[k].to_json() for k in sorted(self._acc)],
             "conversations": [[c, sorted(h)] for c, h in self._conversations.items()],
+            "roots": [[c, sorted(h)] for c, h in self._roots.items()],
         }
 
     @classmethod
@@ -607,6 +623,8 @@ class Reducer:
         reducer.baseline = _Baseline.from_json(state.get("baseline", {}))
         for conversation, hashes in state.get("conversations", ()):
             reducer._conversations[str(conversation)] = {int(x) for x in hashes}
+        for conversation, hashes in state.get("roots", ()):
+            reducer._roots[str(conversation)] = {int(x) for x in hashes}
         for data in state["patterns"]:
             acc = _Acc.from_json(data)
             reducer._acc[(acc.miner, acc.key)] = acc
