@@ -12,13 +12,18 @@ A **feedback event** is the first line, among the first lines of such a user mes
 (:data:`MESSAGE_LINES`) or of a system message or tool result (:data:`RESULT_LINES`), that
 matches one of the feedback kinds (:data:`KINDS`; the most specific kind in the text wins:
 ``edit``, ``format``, ``lint``, ``truncated``, ``timeout``, ``limit``, ``continue``,
-``warning``, ``environment``). Messages considered: user and system
-messages after the agent's first action, not a user simulator's closing line
-(:func:`is_simulator_closing`) and not a slash command the user typed
-(``/undo``). The line's first sentence (the advice after it varies between a harness's
-versions) is masked and filed in a :class:`~.signature.Drain` grouped by kind and
-source (``message``, or the tool), so one harness message is one template whatever its
-variable parts. ``environment`` lines (the model API overloaded, a gateway error) count only
+``warning``, ``environment``; aider's "did not conform to the edit format" is an ``edit``
+rejected, whatever reason follows). Messages considered: user and system messages after the
+agent's first action, not a user simulator's closing line (:func:`is_simulator_closing`) and
+not a slash command the user typed (``/undo``); before it, only a lint report in a system
+message (the harness lints the files, e.g. at aider's ``--lint`` launch: a system prompt's
+words about formats and limits are no event). The line's first sentence (the advice after it
+varies between a harness's versions) is masked and filed in a :class:`~.signature.Drain`
+grouped by kind, so one harness message is one template whatever its variable parts and
+whichever result or message carried it. A lint report's failing checks and coded findings
+(``flake8 failed``, ``F821 undefined name <str>``) and the harness's request are the signal's
+``details``, counted in sessions by the reducer: the note lists the findings seen most and
+quotes the most frequent request. ``environment`` lines (the model API overloaded, a gateway error) count only
 in messages, never inside tool output, where program errors belong to :mod:`.tool_errors`.
 
 **The fix** is the agent's next compliant turn: after the event, the next action of the agent
@@ -30,7 +35,8 @@ complied) — and the subject keeps what the harness asked for (``instruction``:
 lines with ``must``, ``please``, ``make sure``, ...) and the compliant turn (``fix``).
 
 Recurrence is what makes text harness text, so the engine's thresholds do the separating:
-unique wording never reaches ``min_sessions``. Key: ``kind|source|template``. The miner owns
+unique wording never reaches ``min_sessions``. Key: ``kind|template`` (one harness message is
+one pattern whichever result or message carried it). The miner owns
 its logic (see :mod:`.base`): it covers a memory file holding the signature's literal phrase
 (as whole words), drafts a ``known-failures`` note with the rule, the harness's instruction
 and how often compliance worked, and leaves out (reported, not queued) ``environment``
