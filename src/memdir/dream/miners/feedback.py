@@ -23,8 +23,9 @@ grouped by kind, so one harness message is one template whatever its variable pa
 whichever result or message carried it. A lint report's failing checks and coded findings
 (``flake8 failed``, ``F821 undefined name <str>``) and the harness's request are the signal's
 ``details``, counted in sessions by the reducer: the note lists the findings seen most and
-quotes the most frequent request. ``environment`` lines (the model API overloaded, a gateway error) count only
-in messages, never inside tool output, where program errors belong to :mod:`.tool_errors`.
+quotes the most frequent request. ``environment`` lines (the model API overloaded, a gateway
+error) count only in messages, never inside tool output, where program errors belong to
+:mod:`.tool_errors`.
 
 **The fix** is the agent's next compliant turn: after the event, the next action of the agent
 (for a tool result, the next call of that tool; for a message, the next tool call or reply)
