@@ -234,6 +234,11 @@ def test_a_lint_report_is_feedback_before_the_agent_acted_and_names_its_findings
     prompt = "You must answer in the right format. Never exceed the step limit; avoid timeouts."
     assert _feedback(Event("message", role="system", text=prompt),
                      Event("message", role="assistant", text="ok")) == []  # fmt: skip
+    # ... but the model API failing to answer the first turn is (reported, never proposed)
+    overloaded = 'litellm.APIConnectionError: b\'{"error":{"type":"overloaded_error"}}\''
+    ((key, subject, _),) = _feedback(Event("message", role="user", text="add a web ui"),
+                                     Event("message", role="system", text=overloaded))  # fmt: skip
+    assert subject["kind"] == "environment" and key.startswith("environment|")
 
 
 @needs_data

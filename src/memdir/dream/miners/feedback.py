@@ -14,17 +14,17 @@ matches one of the feedback kinds (:data:`KINDS`; the most specific kind in the 
 ``edit``, ``format``, ``lint``, ``truncated``, ``timeout``, ``limit``, ``continue``,
 ``warning``, ``environment``; aider's "did not conform to the edit format" is an ``edit``
 rejected, whatever reason follows). Messages considered: user and system messages after the
-agent's first action, not a user simulator's closing line (:func:`is_simulator_closing`) and
-not a slash command the user typed (``/undo``); before it, only a lint report in a system
-message (the harness lints the files, e.g. at aider's ``--lint`` launch: a system prompt's
-words about formats and limits are no event). The line's first sentence (the advice after it
-varies between a harness's versions) is masked and filed in a :class:`~.signature.Drain`
-grouped by kind, so one harness message is one template whatever its variable parts and
-whichever result or message carried it. A lint report's failing checks and coded findings
-(``flake8 failed``, ``F821 undefined name <str>``) and the harness's request are the signal's
-``details``, counted in sessions by the reducer: the note lists the findings seen most and
-quotes the most frequent request. ``environment`` lines (the model API overloaded, a gateway
-error) count only in messages, never inside tool output, where program errors belong to
+agent's first action, not a user simulator's closing line (:func:`is_simulator_closing`) and not
+a slash command the user typed (``/undo``); before it, only a lint report (the harness lints the
+files, e.g. at aider's ``--lint`` launch) or the model API failing in a system message: a system
+prompt's words about formats and limits are no event. The line's first sentence (the advice
+after it varies between a harness's versions) is masked and filed in a
+:class:`~.signature.Drain` grouped by kind, so one harness message is one template whatever its
+variable parts and whichever result or message carried it. A lint report's failing checks and
+coded findings (``flake8 failed``, ``F821 undefined name <str>``) and the harness's request are
+the signal's ``details``, counted in sessions by the reducer: the note lists the findings seen
+most and quotes the most frequent request. ``environment`` lines (the model API overloaded, a
+gateway error) count only in messages, never inside tool output, where program errors belong to
 :mod:`.tool_errors`.
 
 **The fix** is the agent's next compliant turn: after the event, the next action of the agent
@@ -136,6 +136,8 @@ _SLASH: Final = re.compile(r"^/[a-z][\w-]*\b")
 #: finding with its code (``path:12:3: F821 undefined name 'x'``, SWE-agent's ``- E999 …``).
 _CHECK_FAILED: Final = re.compile(r"^([A-Za-z][\w-]*)\.{3,}\s*Failed$")
 _FINDING: Final = re.compile(r"^(?:\S+?:\d+:(?:\d+:)?\s*|- )([A-Z]{1,3}\d{3,4}) (.+)$")
+#: Kinds that are feedback before the agent's first action too (see :func:`_found`).
+_BEFORE_ACTING: Final = ("lint", "environment")
 #: The prefix of the detail that records the harness's instruction (:meth:`FeedbackMiner.note`).
 _ASKS: Final = "asks: "
 _QUOTED: Final = re.compile(r"'[^'\n]*'|\"[^\"\n]*\"|`[^`\n]*`")
@@ -317,10 +319,11 @@ def _found(session: Session) -> list[_Event]:
             if (kind := feedback_kind(line, message=message)) is not None
         ]
         if not acted:
-            # Before the agent's first action only a lint report is feedback: it is about the
-            # files (aider's ``--lint`` launch lints what an earlier session left), while a
-            # system prompt's words about formats and limits are no event.
-            hits = [hit for hit in hits if hit[2] == "lint"]
+            # Before the agent's first action only a lint report (about the files: aider's
+            # ``--lint`` launch lints what an earlier session left) and the model API failing
+            # to answer (the agent's first turn never came) are feedback; a system prompt's
+            # words about formats and limits are no event.
+            hits = [hit for hit in hits if hit[2] in _BEFORE_ACTING]
         if not hits:
             continue
         _, index, kind = min(hits)  # the most specific kind, on its first line
