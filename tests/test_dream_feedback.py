@@ -324,6 +324,9 @@ def test_contrast_finds_calls_over_represented_in_failed_trials_of_the_same_task
             info = data.get("info") or {}
             domain = (info.get("environment_info") or {}).get("domain_name") or data.get("domain")
         for sim in sims:
+            if isinstance(data, list):  # a bare list: the policy's first heading names it
+                heading = str(sim.get("policy") or "").split("\n", 1)[0]
+                domain = heading.lstrip("# ").removesuffix(" Agent Policy").lower().replace(" ", "_")
             reward = (sim.get("reward_info") or {}).get("reward")
             if reward is None:
                 continue

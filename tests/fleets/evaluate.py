@@ -226,7 +226,8 @@ def run_engine(svc: Any, manifest: dict[str, Any]) -> tuple[list[Draft], int]:
     while True:
         page = svc.list_transcripts(OWNER, STORE, limit=200, cursor=cursor)
         for info in page.items:
-            engine.add(Session(info, svc.get_transcript(OWNER, STORE, info.id).events))
+            view = svc.get_transcript(OWNER, STORE, info.id)
+            engine.add(Session(info, view.events, view.meta))
             count += 1
         if page.next_cursor is None:
             break

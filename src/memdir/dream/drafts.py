@@ -173,6 +173,7 @@ def _body(pattern: Pattern) -> tuple[str, str, list[str]]:
                 str(s.get("signature", "")),
                 "```",
                 "",
+                *_next_steps(pattern),
                 "How to check: run it once and compare the error before retrying it unchanged.",
             ],
         )
@@ -232,6 +233,29 @@ def _body(pattern: Pattern) -> tuple[str, str, list[str]]:
         )
     title = str(s.get("title") or pattern.title)
     return title, title[:200], [str(s.get("detail", ""))]
+
+
+def _next_steps(pattern: Pattern) -> list[str]:
+    """What the sessions did after the error (the tool errors miner's variants), the most
+    frequent first: the fix they show, with how often it was taken."""
+    if not pattern.variants:
+        return []
+    total = sum(pattern.variants.values())
+    ranked = sorted(pattern.variants.items(), key=lambda kv: (-kv[1], kv[0]))
+    top, count = ranked[0]
+    if top.startswith("then "):
+        steps = top.removeprefix("then ").removesuffix(" worked")
+        fix = f"Fix the sessions show: after it, {steps} worked ({count} of {total} sessions)."
+    elif top.endswith("succeeded"):
+        fix = (
+            "Fix the sessions show: continue without it instead of retrying — in "
+            f"{count} of {total} sessions the agent went on without the result and the session "
+            "succeeded."
+        )
+    else:
+        fix = f"No fix seen: in {count} of {total} sessions the agent {top}."
+    others = [f"- {v} ({n} of {total})" for v, n in ranked[1:4]]
+    return [fix, *(["", "Also seen after it:", *others] if others else []), ""]
 
 
 def _note(pattern: Pattern, made: tuple[str, str, list[str]]) -> str:

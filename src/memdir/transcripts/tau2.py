@@ -11,7 +11,9 @@ Each simulation becomes a transcript named ``<file>/<simulation id>`` with ``tas
 ``meta.task_id`` — dreaming counts distinct tasks from it. ``reward_info.reward`` is the score
 (>= 1 success, else failure; a null ``reward_info`` leaves the outcome unknown);
 ``termination_reason``, ``trial``, the domain (``info.environment_info.domain_name`` or
-``domain``) and the agent's model are metadata. ``start_time`` / ``end_time`` are the session's
+``domain``; in a bare list, the first heading of the simulation's own ``policy``: ``# Airline
+Agent Policy`` -> ``airline``, so its tasks are the same tasks as the other files') and the
+agent's model are metadata. ``start_time`` / ``end_time`` are the session's
 times; every message's ``timestamp`` is its event time.
 
 Messages: ``assistant`` and ``user`` text -> messages (the user is τ²'s user simulator; its
@@ -25,6 +27,7 @@ with ``Error: ``. The message's ``raw_data`` (the provider's whole API response)
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator, Mapping
 from typing import Any, Final
 
@@ -50,6 +53,10 @@ _HEAD_MARKERS: Final = (
     ('"num_trials"', '"agent_info"', '"environment_info"', '"user_info"'),
     ('"total_tasks"', '"pass_rate"', '"simulations"', '"termination_reason"'),
 )
+
+
+#: The first heading of a domain's policy: ``# Airline Agent Policy``.
+_POLICY_HEADING: Final = re.compile(r"#\s+([A-Za-z][A-Za-z ]{0,40}?)\s+Agent Policy\b")
 
 
 def _simulation(value: Any) -> bool:
@@ -127,6 +134,8 @@ class Tau2Importer:
             t.outcome = outcome_from_score(t.score)
         for key, value in header.items():
             builder.set_meta(key, value)
+        if "domain" not in header:  # a bare list of simulations: the policy names the domain
+            builder.set_meta("domain", _policy_domain(sim.get("policy")))
         for key in ("task_id", "trial", "termination_reason", "agent_cost", "user_cost"):
             builder.set_meta(key, cleaned.get(key))
         for index, message in enumerate(messages):
@@ -151,6 +160,16 @@ def _header(value: Mapping[str, Any]) -> dict[str, Any]:
     if model:
         out["model"] = model
     return out
+
+
+def _policy_domain(policy: Any) -> str | None:
+    """The domain a simulation's own ``policy`` text names in its first heading
+    (``# Medical Triage Agent Policy`` -> ``medical_triage``, as the results files'
+    ``domain_name`` spells it), else None."""
+    if not isinstance(policy, str):
+        return None
+    found = _POLICY_HEADING.match(policy.lstrip())
+    return "_".join(found.group(1).lower().split()) if found else None
 
 
 def _mapping(value: Any) -> Mapping[str, Any]:
