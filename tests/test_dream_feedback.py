@@ -296,7 +296,12 @@ def test_task_sketch_is_exact_when_small_and_bounded_when_large() -> None:
 def test_mantel_haenszel_and_benjamini_hochberg() -> None:
     # one stratum, a strong association: 9/10 failed with, 1/10 succeeded with
     odds, p = mantel_haenszel([(9, 1, 1, 9)])
-    assert odds == pytest.approx((9.5 * 9.5) / (1.5 * 1.5))
+    assert odds == pytest.approx(81.0)  # the plain Mantel-Haenszel estimator: a*d / b*c
+    # sparse strata (one or two trials an outcome) are not pulled towards 1: two tables of
+    # a=1, d=1 and one of b=1, c=1 give (1/2 + 1/2) / (1/2)
+    assert mantel_haenszel([(1, 0, 0, 1), (1, 0, 0, 1), (0, 1, 1, 0)])[0] == pytest.approx(2.0)
+    # a zero pooled denominator: 0.5 in every cell keeps the estimate finite
+    assert mantel_haenszel([(2, 0, 0, 2)])[0] == pytest.approx((2.5 * 2.5) / (0.5 * 0.5))
     # CMH statistic by hand: (|9 - 10*10/20| - 0.5)^2 / (10*10*10*10/(20*20*19))
     stat = (abs(9 - 5) - 0.5) ** 2 / (10 * 10 * 10 * 10 / (20 * 20 * 19))
     assert p == pytest.approx(math.erfc(math.sqrt(stat / 2)))
@@ -326,7 +331,9 @@ def test_contrast_finds_calls_over_represented_in_failed_trials_of_the_same_task
         for sim in sims:
             if isinstance(data, list):  # a bare list: the policy's first heading names it
                 heading = str(sim.get("policy") or "").split("\n", 1)[0]
-                domain = heading.lstrip("# ").removesuffix(" Agent Policy").lower().replace(" ", "_")
+                domain = (
+                    heading.lstrip("# ").removesuffix(" Agent Policy").lower().replace(" ", "_")
+                )
             reward = (sim.get("reward_info") or {}).get("reward")
             if reward is None:
                 continue
@@ -348,7 +355,13 @@ def test_contrast_finds_calls_over_represented_in_failed_trials_of_the_same_task
     assert pattern.subject["failed_with"] == sum(r[0] for r in mixed.values())
     assert pattern.subject["succeeded_with"] == sum(r[2] for r in mixed.values())
     assert pattern.subject["contrast_tasks"] == sum(1 for r in mixed.values() if r[0])
+    # the plain Mantel-Haenszel estimate over the test's own strata
+    strata = [(r[0], r[1] - r[0], r[2], r[3] - r[2]) for r in mixed.values()]
+    num = sum(a * d / (a + b + c + d) for a, b, c, d in strata)
+    den = sum(b * c / (a + b + c + d) for a, b, c, d in strata)
+    assert pattern.subject["odds_ratio"] == pytest.approx(num / den, abs=1e-3)
     assert pattern.subject["odds_ratio"] >= 3 and pattern.subject["p_value"] <= 0.05
+    assert pattern in result.kept
     assert pattern.lift is not None and pattern.lift > 1
     # every other contrast feature that reached the thresholds is reported with its figures
     judged = [why for p, why in result.left_out if p.miner == "contrast" and "odds ratio" in why]
@@ -364,11 +377,16 @@ def test_contrast_on_tau_bench_airline_reports_what_the_data_cannot_show() -> No
     book = "contrast:book_reservation|book_reservation"
     why = reason_of(result, book) or ""
     assert why.startswith("reported, not proposed") and "odds ratio 6.143" in why
-    # a call failed trials make barely more often is no finding: neither proposed nor listed
+    # cancellations: over-represented on paper, not significant within the same tasks
     cancel = next(p for p in result.patterns if p.id == "contrast:cancel_reservation|"
                   "cancel_reservation")  # fmt: skip
-    assert cancel.extra["odds_ratio"] < 3 and reason_of(result, cancel.id) is None
+    assert (reason_of(result, cancel.id) or "").startswith("reported, not proposed")
     assert cancel not in result.kept
+    # a call failed trials make no more often is no finding: neither proposed nor listed
+    quiet = [p for p in result.patterns if p.miner == "contrast" and p.extra.get("odds_ratio")
+             is not None and p.extra["odds_ratio"] < 3]  # fmt: skip
+    assert quiet and not any((reason_of(result, p.id) or "").startswith("reported")
+                             for p in quiet)  # fmt: skip
 
 
 # --- unit tests: kinds, closings, loops, coverage, plug-ins -------------------------------

@@ -219,8 +219,9 @@ def raw_read(manifest: dict[str, Any]) -> float:
 def run_engine(svc: Any, manifest: dict[str, Any]) -> tuple[list[Draft], int]:
     """The offline engine over every transcript in the store, as a run feeds it."""
     t = manifest["thresholds"]
+    tasks = {"min_tasks": t["min_tasks"]} if "min_tasks" in t else {}  # else the engine's
     config = EngineConfig(Thresholds(min_sessions=t["min_sessions"],
-                                     min_prevalence=t["min_prevalence"]))  # fmt: skip
+                                     min_prevalence=t["min_prevalence"], **tasks))  # fmt: skip
     engine = Engine(config, [], dt.datetime.now(dt.UTC))
     cursor, count = None, 0
     while True:

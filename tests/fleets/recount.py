@@ -9,10 +9,13 @@ stores those counts; ``tests/test_dream_real_fleets.py`` checks that a recount e
 A session here is what a reader of the format would call one:
 
 - ``openai-chat`` (τ-bench results): one element of the top-level list; a tool result is a
-  failure when its content starts with ``Error: ``; ``reward`` 1 is a success.
+  failure when its content starts with ``Error: ``; ``reward`` 1 is a success; its task is
+  ``task_id``.
 - ``tau2``: one entry of ``simulations``; a tool message fails when its boolean ``error`` is
   true (else when it starts with ``Error: ``); ``reward_info.reward`` >= 1 is a success; the
-  user simulator's turns are ``user`` messages.
+  user simulator's turns are ``user`` messages; its task is ``<domain>/<task_id>`` (the domain
+  from the file's ``info.environment_info.domain_name`` or ``domain``, in a bare list from the
+  first heading of the simulation's ``policy``: ``# Airline Agent Policy``).
 - ``swe-agent``: one ``.traj`` file; each ``trajectory`` step is a call (``action``) and its
   observation (the harness's reply, feedback included).
 - ``aider``: the text between ``# aider chat started at`` headers (the file's headerless start
@@ -33,7 +36,11 @@ Rules (a pattern's ``rule``; every ``regex`` is a Python regex searched case-sen
   NAME whose arguments (as JSON, keys sorted) match R, in a session with that outcome.
 
 ``sessions`` in the manifest is the number of sessions where the rule holds; ``prevalence`` is
-that over the fleet's sessions. Run ``python tests/fleets/recount.py [FLEET...]`` to print the
+that over the fleet's sessions; ``tasks`` (formats whose sessions are trials of named tasks)
+the distinct tasks of those sessions. A pattern is ``above`` the thresholds when it holds in
+``min_sessions`` sessions, ``min_prevalence`` of the fleet and — where sessions name tasks —
+``min_tasks`` distinct tasks: five trials of two tasks are two tasks' quirk, not a recurring
+cause. Run ``python tests/fleets/recount.py [FLEET...]`` to print the
 recount beside the manifest's figures.
 """
 
@@ -63,6 +70,7 @@ class Session:
     feedback: list[str] = field(default_factory=list)
     users: list[str] = field(default_factory=list)
     outcome: str = "unknown"  # success / failure / unknown
+    task: str | None = None  # the task the session is a trial of, where the format names one
 
 
 def _args(value: Any) -> str:
@@ -90,6 +98,7 @@ def read_openai_chat(path: Path) -> Iterator[Session]:
         s = Session(f"{path.stem}/task-{element['task_id']}/trial-{element.get('trial', 0)}")
         reward = element.get("reward")
         s.outcome = "unknown" if reward is None else "success" if reward >= 1 else "failure"
+        s.task = str(element["task_id"])
         names: dict[str, tuple[str, str]] = {}
         for message in element["traj"]:
             for tool_call in message.get("tool_calls") or []:
@@ -107,8 +116,14 @@ def read_openai_chat(path: Path) -> Iterator[Session]:
 def read_tau2(path: Path) -> Iterator[Session]:
     data = json.loads(path.read_text(encoding="utf-8"))
     sims = data if isinstance(data, list) else data.get("simulations") or []
+    domain = None
+    if isinstance(data, dict):
+        info = data.get("info") or {}
+        domain = (info.get("environment_info") or {}).get("domain_name") or data.get("domain")
     for sim in sims:
         s = Session(f"{path.stem}/{sim.get('id')}")
+        named = domain or _policy_domain(str(sim.get("policy") or ""))
+        s.task = f"{named}/{sim.get('task_id')}"
         reward = (sim.get("reward_info") or {}).get("reward")
         s.outcome = "unknown" if reward is None else "success" if reward >= 1 else "failure"
         names: dict[str, tuple[str, str]] = {}
@@ -124,6 +139,12 @@ def read_tau2(path: Path) -> Iterator[Session]:
             elif m["role"] == "user":
                 s.users.append(_text(m.get("content")))
         yield s
+
+
+def _policy_domain(policy: str) -> str:
+    """``# Medical Triage Agent Policy`` -> ``medical_triage`` (as ``domain_name`` spells it)."""
+    heading = policy.strip().split("\n", 1)[0].lstrip("#").strip()
+    return "_".join(heading.removesuffix("Agent Policy").lower().split())
 
 
 def read_swe_agent(path: Path) -> Iterator[Session]:
@@ -271,17 +292,31 @@ def holds(rule: dict[str, Any], s: Session) -> bool:
 
 
 def recount(manifest: dict[str, Any]) -> dict[str, Any]:
-    """``{"sessions": N, "patterns": {id: sessions}}`` recounted from the raw files (a skipped
-    set — ``skip`` says why — has no sessions to count)."""
+    """``{"sessions": N, "patterns": {id: sessions}, "tasks": {id: distinct tasks or None}}``
+    recounted from the raw files (a skipped set — ``skip`` says why — has no sessions to
+    count); a pattern's tasks are None when the format names no tasks."""
     if manifest.get("skip"):
-        return {"sessions": None, "patterns": {}}
+        return {"sessions": None, "patterns": {}, "tasks": {}}
     found = sessions(manifest)
-    return {
-        "sessions": len(found),
-        "patterns": {
-            p["id"]: sum(holds(p["rule"], s) for s in found) for p in manifest["patterns"]
-        },
-    }
+    patterns: dict[str, int] = {}
+    tasks: dict[str, int | None] = {}
+    for p in manifest["patterns"]:
+        hit = [s for s in found if holds(p["rule"], s)]
+        patterns[p["id"]] = len(hit)
+        named = {s.task for s in hit if s.task is not None}
+        tasks[p["id"]] = len(named) if named else None
+    return {"sessions": len(found), "patterns": patterns, "tasks": tasks}
+
+
+def above(manifest: dict[str, Any], pattern: dict[str, Any]) -> bool:
+    """Whether ``pattern`` reaches the manifest's thresholds (see the module docstring)."""
+    t = manifest["thresholds"]
+    tasks = pattern.get("tasks")
+    return (
+        pattern["sessions"] >= t["min_sessions"]
+        and pattern["prevalence"] >= t["min_prevalence"]
+        and (tasks is None or tasks >= t.get("min_tasks", 1))
+    )
 
 
 def load(name: str) -> dict[str, Any]:
@@ -299,8 +334,9 @@ def main(argv: list[str]) -> int:
         counted = recount(manifest)
         print(f"{name}: {counted['sessions']} sessions (manifest {manifest['sessions']})")
         for p in manifest["patterns"]:
-            n = counted["patterns"][p["id"]]
-            print(f"  {n:>5} (manifest {p['sessions']:>5})  {p['id']}")
+            n, tasks = counted["patterns"][p["id"]], counted["tasks"][p["id"]]
+            print(f"  {n:>5} (manifest {p['sessions']:>5}), tasks {tasks} (manifest "
+                  f"{p.get('tasks')})  {p['id']}")  # fmt: skip
     return 0
 
 

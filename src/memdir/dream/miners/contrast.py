@@ -15,10 +15,15 @@ kind of call, not one booking.
 **Statistic.** Per task, the miner counts failed and successful trials and, per feature, the
 failed and successful trials that have it. Tasks with both outcomes are the strata of a
 Mantel-Haenszel test (stratified 2x2 tables: the task is controlled for, so a feature that only
-hard tasks need does not look harmful): the common odds ratio, computed with 0.5 added to every
-cell of each stratum (a prior that keeps a table with an empty cell finite), and the
-Cochran-Mantel-Haenszel chi-square with continuity correction, whose p-values are adjusted for
-the number of features tested (Benjamini-Hochberg: the false discovery rate). A feature is
+hard tasks need does not look harmful): the common odds ratio — the plain Mantel-Haenszel
+estimator, consistent however sparse the strata are (a trial or two per outcome and task); 0.5
+is added to every cell only when the pooled numerator or denominator is zero, since adding it to
+each of many sparse strata pulls the estimate towards 1 (Greenland and Robins, 1985; Sweeting
+et al., 2004) — and the Cochran-Mantel-Haenszel chi-square with continuity correction, whose
+p-values are adjusted for the number of distinct hypotheses tested (Benjamini-Hochberg: the
+false discovery rate). Features with identical per-task tables (``get_flight_status`` and
+``get_flight_status flight_number=HAT<num>`` when every call has such a number) are one
+hypothesis and are counted once in that adjustment. A feature is
 proposed when it is in at least ``min_sessions`` failed trials of at least ``min_tasks`` tasks,
 its odds ratio is at least :data:`MIN_ODDS` and its corrected p-value at most :data:`ALPHA`; one
 with a lower odds ratio is no finding and left out silently (else every call a failed session
@@ -164,18 +169,21 @@ def mantel_haenszel(strata: list[tuple[int, int, int, int]]) -> tuple[float, flo
     """(common odds ratio, CMH p-value) of 2x2 strata ``(a, b, c, d)``.
 
     ``a`` failed with, ``b`` failed without, ``c`` succeeded with, ``d`` succeeded without.
-    The odds ratio adds 0.5 to each cell; the test uses the raw counts with continuity
-    correction. Strata with one outcome only carry no information and are skipped.
+    The odds ratio is the Mantel-Haenszel estimator, with 0.5 added to every cell of every
+    stratum only when its pooled numerator or denominator would be zero (see the module
+    docstring); the test uses the raw counts with continuity correction. Strata with one
+    outcome only carry no information and are skipped.
     """
-    num = den = 0.0
+    informative = [(a, b, c, d) for a, b, c, d in strata if (a + b) and (c + d)]
+    num = sum(a * d / (a + b + c + d) for a, b, c, d in informative)
+    den = sum(b * c / (a + b + c + d) for a, b, c, d in informative)
+    if informative and (num == 0 or den == 0):
+        halves = [(a + 0.5, b + 0.5, c + 0.5, d + 0.5) for a, b, c, d in informative]
+        num = sum(a * d / (a + b + c + d) for a, b, c, d in halves)
+        den = sum(b * c / (a + b + c + d) for a, b, c, d in halves)
     dev = var = 0.0
-    for a, b, c, d in strata:
+    for a, b, c, d in informative:
         n = a + b + c + d
-        if (a + b) == 0 or (c + d) == 0:
-            continue
-        ha, hb, hc, hd = a + 0.5, b + 0.5, c + 0.5, d + 0.5
-        num += ha * hd / (n + 2)
-        den += hb * hc / (n + 2)
         if n > 1:
             dev += a - (a + b) * (a + c) / n
             var += (a + b) * (c + d) * (a + c) * (b + d) / (n * n * (n - 1))
@@ -305,7 +313,12 @@ class ContrastMiner:
         for feature, (a, b, c, d) in self.folded.items():
             strata.setdefault(feature, []).append((a, b, c, d))
         tests = {feature: mantel_haenszel(rows) for feature, rows in strata.items()}
-        adjusted = benjamini_hochberg({f: p for f, (_, p) in tests.items()})
+        # one hypothesis per distinct table: features that always occur together are one test
+        hypotheses: dict[tuple[tuple[int, int, int, int], ...], str] = {}
+        for feature in sorted(strata):
+            hypotheses.setdefault(tuple(sorted(strata[feature])), feature)
+        distinct = benjamini_hochberg({f: tests[f][1] for f in hypotheses.values()})
+        adjusted = {f: distinct[hypotheses[tuple(sorted(strata[f]))]] for f in strata}
         out: dict[str, dict[str, Any]] = {}
         for feature, rows in strata.items():
             odds = tests[feature][0]

@@ -105,8 +105,9 @@ def next_step(calls: Sequence[Call], position: int, failed: bool | None) -> str:
         if later.name not in steps:
             steps.append(later.name)
         budget -= 1
-    ending = {True: " and the session failed", False: " and the session succeeded"}
-    return "went on without it" + ending.get(failed, "")
+    if failed is None:
+        return "went on without it"
+    return f"went on without it and the session {'failed' if failed else 'succeeded'}"
 
 
 def _words(template: str) -> list[str]:
