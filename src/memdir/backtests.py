@@ -38,7 +38,7 @@ from memdir.dream.miners.failures import FailureRules
 from memdir.dream.model import Draft, MemoryFile, Pattern, Session
 from memdir.dream.report import Outcome, build
 from memdir.dream.selection import load_events
-from memdir.dreams import PAGE, DreamConfig, DreamRun, DreamsMixin, Progress
+from memdir.dreams import PAGE, DreamConfig, DreamRun, DreamsMixin, Progress, _meta
 from memdir.proposals import operation_paths
 from memdir.rows import aware, utcnow
 from memdir.storage.schema import proposals
@@ -141,7 +141,8 @@ class BacktestsMixin(DreamsMixin):
             with self.db.read() as repo:
                 events = load_events(repo, [r.id for r in page])
             for r in page:
-                yield Session(info_from_row(r), events.pop(r.id, []))
+                # with the import metadata, as a dream run mines them (task ids: distinct tasks)
+                yield Session(info_from_row(r), events.pop(r.id, []), _meta(r.meta))
 
     def _run_backtest(
         self, principal: Principal, store: str, row: Any, config: DreamConfig,
