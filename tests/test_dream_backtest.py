@@ -449,11 +449,13 @@ def test_cli_rest_and_sdk_run_a_backtest(tmp_path: Path) -> None:
 TAU = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts" / "tau-bench-airline"
 
 
-def _tau_recount(path: Path, k: int) -> tuple[int, int, int]:
-    """(events, turns, turns in the bound) of the later half, recounted from the raw file:
-    a tool result starting ``Error: `` is a failed call; a result answers the latest call with
-    its id; its cost is the agent items (texts, calls) up to the next successful call with
-    other arguments, capped at 5; its signature the tool and the error with digits masked."""
+def _tau_recount(path: Path, k: int, tasks: int = 3) -> tuple[int, int, int, int]:
+    """(events, turns, turns in the bound, turns a dream at prevalence 0 covers) of the later
+    half, recounted from the raw file: a tool result starting ``Error: `` is a failed call; a
+    result answers the latest call with its id; its cost is the agent items (texts, calls) up
+    to the next successful call with other arguments, capped at 5; its signature the tool and
+    the error with digits masked. A signature is proposed when the earlier half has it in
+    ``k`` sessions of at least ``tasks`` distinct tasks (the sessions are trials of tasks)."""
     import re
 
     raw = json.loads(path.read_text(encoding="utf-8"))
@@ -487,15 +489,19 @@ def _tau_recount(path: Path, k: int) -> tuple[int, int, int]:
             shape = " ".join("#" if re.search(r"\d", w) else w
                              for w in out.removeprefix("Error: ").split())  # fmt: skip
             found.append(((c[1], shape), cost))
-        sessions.append(found)
+        sessions.append((str(element["task_id"]), found))
     cut = len(sessions) // 2
     earlier: dict[Any, int] = {}
-    for found in sessions[:cut]:
+    earlier_tasks: dict[Any, set[str]] = {}
+    for task, found in sessions[:cut]:
         for sig in {sig for sig, _ in found}:
             earlier[sig] = earlier.get(sig, 0) + 1
-    later = [e for found in sessions[cut:] for e in found]
+            earlier_tasks.setdefault(sig, set()).add(task)
+    later = [e for _, found in sessions[cut:] for e in found]
     bound = sum(c for sig, c in later if earlier.get(sig, 0) >= k)
-    return len(later), sum(c for _, c in later), bound
+    covered = sum(c for sig, c in later
+                  if earlier.get(sig, 0) >= k and len(earlier_tasks[sig]) >= tasks)  # fmt: skip
+    return len(later), sum(c for _, c in later), bound, covered
 
 
 @pytest.mark.skipif(not TAU.is_dir(), reason=f"shared data not found at {TAU}")
@@ -508,7 +514,8 @@ def test_tau_bench_backtest_matches_a_recount_of_the_raw_file(lite: MemoryServic
     assert run.report is not None
     back = run.report["backtest"]
     assert back["order"] == "started_at; import time for 200 session(s) without one"
-    events, turns, bound = _tau_recount(path, 2)
+    events, turns, bound, covered = _tau_recount(path, 2)
     assert (back["events"], back["cost"], back["bound_cost"]) == (events, turns, bound)
-    assert back["covered_cost"] == bound  # at prevalence 0 every recurring error is proposed
+    # at prevalence 0 every recurring error of at least 3 distinct tasks is proposed
+    assert back["covered_cost"] == covered
     assert run.report["quality"]["parse_failures"] == 0 and back["feedback_loops"] == 0

@@ -58,6 +58,9 @@ COST_CAP: Final = 5
 #: Miners whose signals are costly events by themselves (harness feedback, truncation and
 #: timeout notices), wherever no failed call is.
 EVENT_MINERS: Final = frozenset({"feedback"})
+#: Miners whose signals name a call as a feature of a failed *session* (contrast), not the
+#: call's own failure: they cover no failed call's cost.
+SESSION_MINERS: Final = frozenset({"contrast"})
 #: Primary label order: the pattern an event is listed under in the per-pattern table.
 _PRIMARY: Final = ("tool_errors", "feedback", "recovery", "stale_memory", "loops")
 
@@ -149,7 +152,7 @@ def costly_events(
         if not call.failed:
             continue
         failed_at.add(call.index)
-        at = [s for s in signals if _at(s, call.index)]
+        at = [s for s in signals if _at(s, call.index) and s.miner not in SESSION_MINERS]
         out.append(CostlyEvent(
             session.id, call.index, "failed call", turn_cost(session, calls, call.index,
                                                             call.text),
