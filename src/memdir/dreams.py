@@ -650,18 +650,23 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         return row
 
     def list_dream_runs(
-        self, principal: Principal, store: str, *, limit: int = 50
+        self, principal: Principal, store: str, *, limit: int = 50, offset: int = 0
     ) -> list[DreamRun]:
-        """The caller's runs (every run, for administrators), newest first."""
+        """The caller's runs (every run, for administrators), newest first, from the
+        ``offset``-th on (paging: the order is total, by start time and id)."""
         if limit < 1:
             raise InvalidInput(f"limit must be at least 1, received {limit}")
+        if offset < 0:
+            raise InvalidInput(f"offset must be 0 or more, received {offset}")
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
             query = sa.select(dream_runs).where(dream_runs.c.store_id == srow.id)
             if not self._is_admin(principal, DREAM_RUNS):
                 query = query.where(dream_runs.c.principal == principal.id)
             rows = repo.conn.execute(
-                query.order_by(dream_runs.c.created_at.desc(), dream_runs.c.id).limit(limit)
+                query.order_by(dream_runs.c.created_at.desc(), dream_runs.c.id)
+                .limit(limit)
+                .offset(offset)
             ).all()
             access = self._access(repo, srow.id, principal)
             every: list[dict[str, str]] | None = None  # the store's classes, if a run needs it

@@ -32,12 +32,36 @@ from memdir.rows import aware, utcnow, version_info, view
 from memdir.storage.repository import Repository, Row
 from memdir.writer import CommitWriter
 
-__all__ = ["HistoryMixin", "RedactionPlan"]
+__all__ = ["CommitChange", "CommitDetail", "HistoryMixin", "RedactionPlan"]
 
 MAX_GREP_MATCHES = 10_000
 #: Commits fetched for an id prefix before visibility filtering (6+ hex characters name one
 #: commit among millions; more matches than this are reported as ambiguous).
 MAX_PREFIX_MATCHES = 64
+
+
+@dataclass(frozen=True)
+class CommitChange:
+    """One change of a commit as the caller may see it.
+
+    ``before`` is the text of the file's previous version and ``after`` the text this change
+    left (None: there was none — created, deleted — or it was redacted, see ``redacted``, or
+    the previous version lies under a path the caller may not read).
+    """
+
+    change: VersionInfo
+    before_path: str | None
+    before: str | None
+    after: str | None
+    redacted: bool
+
+
+@dataclass(frozen=True)
+class CommitDetail:
+    """A commit with its provenance and the changes the caller may read (nothing else)."""
+
+    commit: CommitInfo
+    changes: tuple[CommitChange, ...]
 
 
 @dataclass(frozen=True)
@@ -457,6 +481,54 @@ class HistoryMixin(ServiceBase):
             if not dry_run:
                 repo.redact_versions(row.id, sha, [v.id for v in rows], principal.id, utcnow())
         return RedactionPlan(sha256=sha, versions=affected, done=not dry_run)
+
+    # --- one commit -----------------------------------------------------------------------
+
+    def commit_detail(self, principal: Principal, store: str, commit_id: str) -> CommitDetail:
+        """A commit (by id, or a prefix of 6+ characters naming one) with the content before
+        and after each of its changes — only the changes on paths the caller may read.
+
+        The commit exists for the caller exactly when :meth:`history` would list it (one
+        readable change, else the one not-found of an absent commit); its other changes are
+        not listed, counted or hinted at. Text before a change is taken only from a version
+        written under a readable path (a rename from an unreadable path shows as created).
+        """
+        with self.db.read() as repo:
+            row = self._store_row(repo, store)
+            access = self._access(repo, row.id, principal)
+            commit = self._commit_row(repo, row.id, access, commit_id)
+            out: list[CommitChange] = []
+            for v in repo.commit_versions([commit.id]):
+                if not access.can_read(v.path):
+                    continue
+                info = _visible(access, [version_info(v)])[0]
+                previous = repo.version(int(v.file_id), int(v.number) - 1) if v.number > 1 else None
+                if previous is not None and not access.can_read(previous.path):
+                    previous = None
+                before = None
+                if previous is not None and previous.sha256 is not None:
+                    before = repo.blob(row.id, previous.sha256)
+                after = repo.blob(row.id, v.sha256) if v.sha256 is not None else None
+                gone = v.redacted_at is not None or (
+                    previous is not None and previous.redacted_at is not None
+                )
+                out.append(CommitChange(info, previous.path if previous else None,
+                                        before, after, gone))  # fmt: skip
+        return CommitDetail(
+            CommitInfo(
+                id=commit.id,
+                revision=commit.revision,
+                actor=commit.actor,
+                created_at=aware(commit.created_at),
+                session=commit.session,
+                transcript=commit.transcript,
+                reason=commit.reason,
+                source_kind=commit.source_kind,
+                changes=tuple(c.change for c in out),
+                proposal=commit.proposal_id,
+            ),
+            tuple(out),
+        )
 
     # --- grep -----------------------------------------------------------------------------
 

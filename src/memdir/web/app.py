@@ -41,7 +41,7 @@ from memdir.core.errors import (
     Unauthenticated,
 )
 from memdir.service import MemoryService
-from memdir.web import browse, find, review, runs, stale
+from memdir.web import browse, commits, find, review, runs, stale
 from memdir.web.page import WebState, form_value, page, templates, viewer
 from memdir.web.session import (
     SIGN_IN_REASONS,
@@ -184,6 +184,7 @@ def create_web_app(service: MemoryService, *, store: str = "default") -> ASGIApp
             Route("/signout", signout, methods=["POST"]),
             Mount("/static", StaticFiles(packages=[("memdir.web", "static")]), name="static"),
             *browse.routes,
+            *commits.routes,
             *find.routes,
             *review.routes,
             *runs.routes,

@@ -1,5 +1,8 @@
 """Browse pages: the store tree, a file, its history, and a diff between two versions.
 
+Every list pages: a directory's entries and a file's versions by offset (``start`` and
+``limit``); a history row links to its commit's page (:mod:`memdir.web.commits`).
+
 What a viewer may not read does not exist for it: the service filters the tree and answers
 "not found" for a path outside the viewer's rights, and these pages turn that into the same
 404 page an absent path gets.
@@ -14,11 +17,15 @@ from starlette.responses import RedirectResponse, Response
 from starlette.routing import Route
 
 from memdir.core.errors import InvalidInput
-from memdir.web.page import page, viewer
+from memdir.web.page import Pager, int_param, page, paged, viewer
 from memdir.web.render import diff_lines, markdown_html, memory_marks, memory_page
 from memdir.web.session import base_path
 
 __all__ = ["routes"]
+
+#: Entries of a directory and versions of a file per page, unless ``limit`` says otherwise.
+TREE_PAGE = 200
+HISTORY_PAGE = 50
 
 
 def _memory_path(request: Request) -> str:
@@ -39,7 +46,8 @@ async def tree(request: Request) -> Response:
     if len(entries) == 1 and entries[0].kind == "file" and entries[0].path == directory:
         target = f"{base_path(request)}/s/{quote(store, safe='')}/file{quote(directory)}"
         return RedirectResponse(target, 303)
-    return page(request, "tree.html", who, directory=directory, entries=entries,
+    pager, shown = paged(request, entries, TREE_PAGE)
+    return page(request, "tree.html", who, directory=directory, entries=shown, pager=pager,
                 crumbs=_crumbs(directory))  # fmt: skip
 
 
@@ -71,8 +79,13 @@ async def history(request: Request) -> Response:
     who = await viewer(request)
     store = request.path_params["store"]
     path = _memory_path(request)
-    versions = await who.call(who.service.file_history, store, path)
-    return page(request, "history.html", who, path=path, versions=versions)
+    limit = int_param(request, "limit", HISTORY_PAGE, 1, 500)
+    start = int_param(request, "start", 0, 0, 100_000)
+    # newest first: the service reads only as far as this page (and one more, for "next")
+    found = await who.call(who.service.file_history, store, path, limit=start + limit + 1)
+    versions = found[start : start + limit]
+    pager = Pager(start, limit, len(versions), len(found) > start + limit, None, {})
+    return page(request, "history.html", who, path=path, versions=versions, pager=pager)
 
 
 async def diff(request: Request) -> Response:

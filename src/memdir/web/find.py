@@ -9,7 +9,6 @@ service's keyset cursor (``list_transcripts``), never by slicing a full listing.
 
 from __future__ import annotations
 
-import datetime as dt
 from typing import Final
 from urllib.parse import quote
 
@@ -20,7 +19,7 @@ from starlette.routing import Route
 from memdir.core.errors import InvalidInput
 from memdir.core.model import validate_store_name
 from memdir.transcripts.model import OUTCOMES
-from memdir.web.page import page, viewer
+from memdir.web.page import int_param, page, paged, viewer, when_param
 from memdir.web.render import path_url, safe_id
 from memdir.web.session import base_path
 
@@ -30,16 +29,9 @@ __all__ = ["routes"]
 SEARCH_PAGE: Final = 10
 GREP_PAGE: Final = 100
 TRANSCRIPT_PAGE: Final = 50
+STORES_PAGE: Final = 100
 #: Deepest offset a page may start at (as REST: deep pages of a ranking are not computed).
 MAX_START: Final = 1000
-
-
-def _int_param(request: Request, name: str, default: int, lowest: int, highest: int) -> int:
-    raw = request.query_params.get(name) or str(default)
-    if not raw.isdigit() or not lowest <= int(raw) <= highest:
-        raise InvalidInput(f"{name} must be a number from {lowest} to {highest}, "
-                           f"received {raw[:20]!r}")  # fmt: skip
-    return int(raw)
 
 
 def _prefix(request: Request) -> str:
@@ -51,8 +43,8 @@ async def search(request: Request) -> Response:
     who = await viewer(request)
     store = request.path_params["store"]
     text = (request.query_params.get("q") or "").strip()
-    start = _int_param(request, "start", 0, 0, MAX_START)
-    limit = _int_param(request, "limit", SEARCH_PAGE, 1, 100)
+    start = int_param(request, "start", 0, 0, MAX_START)
+    limit = int_param(request, "limit", SEARCH_PAGE, 1, 100)
     prefix = _prefix(request)
     expired = request.query_params.get("include_expired") in ("1", "true", "on")
     hits = []
@@ -72,9 +64,9 @@ async def grep(request: Request) -> Response:
     store = request.path_params["store"]
     pattern = request.query_params.get("pattern") or ""
     ignore_case = request.query_params.get("ignore_case") in ("1", "true", "on")
-    context = _int_param(request, "context", 0, 0, 20)
-    start = _int_param(request, "start", 0, 0, 100_000)
-    limit = _int_param(request, "limit", GREP_PAGE, 1, 1000)
+    context = int_param(request, "context", 0, 0, 20)
+    start = int_param(request, "start", 0, 0, 100_000)
+    limit = int_param(request, "limit", GREP_PAGE, 1, 1000)
     prefix = _prefix(request)
     matches = []
     more = False
@@ -97,18 +89,9 @@ async def stores(request: Request) -> Response:
         validate_store_name(chosen)
         return RedirectResponse(f"{base_path(request)}/s/{quote(chosen, safe='')}/tree/", 303)
     here = request.query_params.get("from") or ""
-    return page(request, "stores.html", who, stores=found, current=here or None)
-
-
-def _when(raw: str | None, name: str) -> dt.datetime | None:
-    if not raw:
-        return None
-    try:
-        value = dt.datetime.fromisoformat(raw)
-    except ValueError:
-        raise InvalidInput(f"{name} must be a date or time (2026-11-01, 2026-11-01T12:00), "
-                           f"received {raw[:40]!r}") from None  # fmt: skip
-    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)
+    pager, shown = paged(request, found, STORES_PAGE, params={"from": here} if here else None)
+    return page(request, "stores.html", who, stores=shown, every=found, current=here or None,
+                pager=pager)  # fmt: skip
 
 
 async def transcripts(request: Request) -> Response:
@@ -119,12 +102,12 @@ async def transcripts(request: Request) -> Response:
     if params["outcome"] and params["outcome"] not in OUTCOMES:
         raise InvalidInput(f"outcome must be one of {', '.join(OUTCOMES)}, "
                            f"received {params['outcome'][:40]!r}")  # fmt: skip
-    limit = _int_param(request, "limit", TRANSCRIPT_PAGE, 1, 500)
+    limit = int_param(request, "limit", TRANSCRIPT_PAGE, 1, 500)
     cursor = request.query_params.get("cursor") or None
     found = await who.call(
         who.service.list_transcripts, store, agent=params["agent"] or None,
         project=params["project"] or None, outcome=params["outcome"] or None,
-        since=_when(params["since"], "since"), until=_when(params["until"], "until"),
+        since=when_param(params["since"], "since"), until=when_param(params["until"], "until"),
         limit=limit, cursor=cursor,
     )  # fmt: skip
     rows = [(safe_id(t.id), t) for t in found.items]

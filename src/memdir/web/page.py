@@ -8,8 +8,9 @@ fields always reach the browser as text.
 
 from __future__ import annotations
 
+import datetime as dt
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar
 from urllib.parse import quote, urlencode
@@ -19,11 +20,23 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse
 
+from memdir.core.errors import InvalidInput
 from memdir.core.model import Principal
 from memdir.service import MemoryService
 from memdir.web.session import base_path, csrf_for, current_principal
 
-__all__ = ["Viewer", "WebState", "form_value", "page", "templates", "viewer"]
+__all__ = [
+    "Pager",
+    "Viewer",
+    "WebState",
+    "form_value",
+    "int_param",
+    "page",
+    "paged",
+    "templates",
+    "viewer",
+    "when_param",
+]
 
 P = ParamSpec("P")
 T = TypeVar("T")
@@ -106,3 +119,72 @@ def form_value(form: Any, name: str) -> str | None:
     """A text field of a parsed form (None when absent or a file)."""
     value = form.get(name)
     return value if isinstance(value, str) else None
+
+
+def int_param(request: Request, name: str, default: int, lowest: int, highest: int) -> int:
+    """A whole-number query parameter in ``lowest..highest`` (``default`` when absent)."""
+    raw = request.query_params.get(name) or str(default)
+    if not raw.isdigit() or not lowest <= int(raw) <= highest:
+        raise InvalidInput(f"{name} must be a number from {lowest} to {highest}, "
+                           f"received {raw[:20]!r}")  # fmt: skip
+    return int(raw)
+
+
+@dataclass(frozen=True)
+class Pager:
+    """Where a page of a list stands, for ``_pager.html``: rows ``start + 1`` to
+    ``start + shown`` (of ``total`` when the list was counted), with links that keep the
+    page's other query parameters (``params``).
+
+    Offset pages (``start``) are for lists the service returns whole or by offset; keyset
+    lists (the queue, transcripts, the commit log) page by their cursors instead.
+    """
+
+    start: int
+    limit: int
+    shown: int
+    more: bool
+    total: int | None
+    params: Mapping[str, str]
+
+    def _href(self, **changes: Any) -> str:
+        return "?" + urlencode({**self.params, "limit": self.limit, **changes})
+
+    @property
+    def prev_href(self) -> str | None:
+        if self.start == 0:
+            return None
+        return self._href(start=max(0, self.start - self.limit))
+
+    @property
+    def next_href(self) -> str | None:
+        return self._href(start=self.start + self.limit) if self.more else None
+
+    @property
+    def first_href(self) -> str:
+        return self._href()
+
+
+def paged(
+    request: Request, items: Sequence[T], default: int, *, highest: int = 1000,
+    params: Mapping[str, str] | None = None,
+) -> tuple[Pager, Sequence[T]]:  # fmt: skip
+    """The page of ``items`` (a whole list, already filtered by the service) that the query's
+    ``start`` and ``limit`` ask for, and its :class:`Pager`."""
+    limit = int_param(request, "limit", default, 1, highest)
+    start = int_param(request, "start", 0, 0, max(0, len(items) - 1))
+    shown = items[start : start + limit]
+    kept = dict(params or {})
+    return Pager(start, limit, len(shown), start + limit < len(items), len(items), kept), shown
+
+
+def when_param(raw: str | None, name: str) -> dt.datetime | None:
+    """A date or time query value (UTC unless it names a zone); None when empty."""
+    if not raw:
+        return None
+    try:
+        value = dt.datetime.fromisoformat(raw)
+    except ValueError:
+        raise InvalidInput(f"{name} must be a date or time (2026-11-01, 2026-11-01T12:00), "
+                           f"received {raw[:40]!r}") from None  # fmt: skip
+    return value if value.tzinfo else value.replace(tzinfo=dt.UTC)

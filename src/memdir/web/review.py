@@ -287,10 +287,9 @@ async def _proposal_page(
     )
     applied = await run_in_threadpool(_applied, who, store, pid)
     following = await run_in_threadpool(_next_in, who, store, flow, prop) if flow else None
-    history = path_url(applied[0].path) if applied else None
     return page(
         request, "proposal.html", who, status, p=prop, title=proposal_title(prop),
-        ops=ops if reviewable or not applied else [], applied=applied, history=history,
+        ops=ops if reviewable or not applied else [], applied=applied,
         facts=facts({k: v for k, v in (prop.statistics or {}).items() if k != "quality"}
                     if isinstance(prop.statistics, dict) else prop.statistics),
         quality=quality_items(prop.statistics.get("quality")

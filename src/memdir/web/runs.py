@@ -23,17 +23,26 @@ from starlette.routing import Route
 
 from memdir.core.errors import InvalidInput
 from memdir.transcripts.model import Event
-from memdir.web.page import page, viewer
+from memdir.web.page import Pager, int_param, page, paged, viewer
 from memdir.web.render import facts, path_url, safe_id
 
 __all__ = ["routes"]
+
+#: Runs per page of the runs list, and patterns per page of a run's "proposed" list.
+RUNS_PAGE = 50
+PATTERNS_PAGE = 50
 
 
 async def dream_runs(request: Request) -> Response:
     who = await viewer(request)
     store = request.path_params["store"]
-    found = await who.call(who.service.list_dream_runs, store, limit=100)
-    return page(request, "dreams.html", who, runs=[(safe_id(r.id), r) for r in found])
+    limit = int_param(request, "limit", RUNS_PAGE, 1, 500)
+    start = int_param(request, "start", 0, 0, 1_000_000)
+    found = await who.call(who.service.list_dream_runs, store, limit=limit + 1, offset=start)
+    shown = found[:limit]
+    pager = Pager(start, limit, len(shown), len(found) > limit, None, {})
+    return page(request, "dreams.html", who, runs=[(safe_id(r.id), r) for r in shown],
+                pager=pager)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -79,10 +88,11 @@ async def dream_run(request: Request) -> Response:
     report: dict[str, Any] = run.report or {}
     summary = {k: v for k, v in report.items()
                if k not in ("proposed", "left_out", "usage", "sessions")}  # fmt: skip
+    pager, proposed = paged(request, _patterns(report.get("proposed")), PATTERNS_PAGE)
     return page(
         request, "dream.html", who, run=run, summary=facts(summary),
         sessions=facts(report.get("sessions")), usage=facts(report.get("usage")),
-        proposed=_patterns(report.get("proposed")), left_out=_patterns(report.get("left_out")),
+        proposed=proposed, pager=pager, left_out=_patterns(report.get("left_out")),
         left_out_more=report.get("left_out_more") or 0,
         text=markdown(report) if report else None,
     )  # fmt: skip
