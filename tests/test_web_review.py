@@ -23,7 +23,7 @@ import pytest
 
 import memdir
 from memdir import OWNER, MemoryService
-from memdir.core.model import Write
+from memdir.core.model import Provenance, Write
 from memdir.dream.model import Thresholds
 from memdir.dream.selection import Selection
 from memdir.dreams import DreamConfig
@@ -148,6 +148,18 @@ class Tab:
     def go(self, path: str, label: str) -> Any:
         response = self.page.goto(f"{self.fleet.url}{path}")
         self.shot(label)
+        return response
+
+    def go_refused(self, path: str, label: str, status: int) -> Any:
+        """:meth:`go` to a page that must answer ``status``: the browser's console line for
+        that status (and only it) is expected, not an error of the page."""
+        before = len(self.errors)
+        response = self.go(path, label)
+        assert response is not None and response.status == status
+        expected = (
+            f"console: Failed to load resource: the server responded with a status of {status}"
+        )
+        self.errors[before:] = [e for e in self.errors[before:] if not e.startswith(expected)]
         return response
 
 
@@ -292,9 +304,20 @@ def test_open_a_proposal_accept_it_and_see_the_applied_diff_and_commit(
     added = page.locator("section.applied pre.diff .add").all_inner_texts()
     assert added and "\n".join(a[1:] for a in added) == written.rstrip("\n")
     assert "no change against the current content" not in page.content()
-    page.click("a.commit")
+    page.click("a.commit")  # the commit's own page: who, when, provenance, what it changed
+    tab.shot("commit")
+    assert page.inner_text("h1 code.commit-id") == prop.commit
+    assert page.inner_text("code.actor") == "user:root"
+    assert page.get_attribute("a.proposal", "href").endswith(f"/proposals/{pid}")  # type: ignore[union-attr]
+    changed = page.locator("div.change .changed-file").all_inner_texts()
+    assert changed == list(prop.paths)
+    added = page.locator("div.change pre.diff .add").all_inner_texts()
+    assert "\n".join(a[1:] for a in added) == written.rstrip("\n")
+    page.click("div.change a.history")
     tab.shot("history-commit")
     assert page.locator(f"tr[id='c-{prop.commit}']").count() == 1
+    page.click(f"tr[id='c-{prop.commit}'] a.commit")  # and history links back to the commit
+    assert page.url.endswith(f"/commits/{prop.commit}")
 
     page.goto(f"{fleet.url}{href}")
     tab.shot("transcript-evidence")
@@ -508,3 +531,106 @@ def test_a_viewer_without_rights_sees_none_of_the_hidden_items(open_tab: Any, fl
     assert nobody.page.locator("tr.transcript-row").count() == 0
     nobody.go("/ui/stores", "nobody-stores")
     assert "second" not in nobody.page.inner_text("main")
+
+
+def test_a_commit_page_shows_only_the_changes_the_viewer_may_read(
+    open_tab: Any, fleet: Fleet
+) -> None:
+    """One commit changes a file of project swe and one of project airline: the swe agent's
+    commit page and log name, diff and count only the swe file; a commit of airline files
+    only does not exist for it (the page an unknown commit gets)."""
+    mixed = fleet.svc.commit(OWNER, STORE, [
+        Write("/projects/swe/notes/mixed.md", "# Mixed\n\nswe side of the commit\n",
+              if_absent=True),
+        Write("/projects/airline/mixed-secret.md", "# Hidden\n\nairline-only words\n",
+              if_absent=True),
+    ], Provenance(reason="one commit, two projects", session="mixed-session")).commit  # fmt: skip
+    hidden = fleet.svc.write(OWNER, STORE, "/projects/airline/only-airline.md", "airline\n",
+                             if_absent=True).commit  # fmt: skip
+
+    root = open_tab(fleet.root)
+    root.go(f"/ui/s/default/commits/{mixed}", "commit-mixed-root")
+    assert root.page.locator("div.change").count() == 2
+    assert "one commit, two projects" in root.page.inner_text("td.reason")
+
+    swe = open_tab(fleet.swe)
+    page = swe.page
+    swe.go(f"/ui/s/default/commits/{mixed}", "commit-mixed-swe")
+    assert page.locator("div.change .changed-file").all_inner_texts() == [
+        "/projects/swe/notes/mixed.md"
+    ]
+    html = page.content()
+    for leak in ("airline", "mixed-secret", "airline-only words", 'id="f2"'):
+        assert leak not in html, leak
+    assert "2" not in page.inner_text("h2")  # no count of the changes, readable or not
+    swe.go("/ui/s/default/commits?prefix=/projects&limit=500", "log-swe")
+    row = page.locator(f"tr.commit-row[data-id='{mixed}'] td.changes").inner_text()
+    assert row == "created /projects/swe/notes/mixed.md"
+    assert hidden not in page.content() and "airline" not in page.inner_text("table.commits")
+
+    swe.go_refused(f"/ui/s/default/commits/{hidden}", "commit-hidden-swe", 404)
+    said = page.inner_text("p.error")
+    unknown = "0123456789abcdef0123456789abcdef"
+    swe.go_refused(f"/ui/s/default/commits/{unknown}", "commit-unknown-swe", 404)
+    assert said.replace(hidden, "ID") == page.inner_text("p.error").replace(unknown, "ID")
+    nobody = open_tab(fleet.nobody)
+    nobody.go_refused(f"/ui/s/default/commits/{mixed}", "commit-nobody", 404)
+
+
+def _walk(tab: Tab, first: str, rows: str, label: str, *, back: bool = True) -> list[str]:
+    """Every row text from ``first`` on, following "next page" to the end (then, with
+    ``back``, "previous" to the start, which must show the same pages in reverse)."""
+    tab.go(first, label)
+    page = tab.page
+    pages = [page.locator(rows).all_inner_texts()]
+    while page.locator("a.next-page").count():
+        page.click("a.next-page")
+        pages.append(page.locator(rows).all_inner_texts())
+    tab.shot(f"{label}-last")
+    if back and len(pages) > 1:
+        for expected in reversed(pages[:-1]):
+            page.click("a.prev-page")
+            assert page.locator(rows).all_inner_texts() == expected
+    assert all(pages), pages
+    return [r for p in pages for r in p]
+
+
+def test_every_list_pages(open_tab: Any, fleet: Fleet) -> None:
+    svc = fleet.svc
+    for i in range(7):
+        svc.write(OWNER, STORE, f"/projects/swe/paging/f{i}.md", f"# {i}\n", if_absent=True)
+    path = "/projects/swe/paging/versions.md"
+    sha = svc.write(OWNER, STORE, path, "v1\n", if_absent=True).results[0].sha256
+    for n in range(2, 6):
+        sha = svc.write(OWNER, STORE, path, f"v{n}\n", if_match=sha).results[0].sha256
+    tab = open_tab(fleet.root)
+
+    names = _walk(tab, "/ui/s/default/tree/projects/swe/paging?limit=3", "table.list a", "tree")
+    assert names == sorted(e.path.rsplit("/", 1)[-1] for e in
+                           svc.ls(OWNER, STORE, "/projects/swe/paging"))  # fmt: skip
+    assert len(names) == 8 and "3 of 8" in tab.page.inner_text("p.pager")
+
+    versions = _walk(tab, f"/ui/s/default/history{path}?limit=2",
+                     "table.history td:nth-child(3)", "history")  # fmt: skip
+    assert versions == ["v5", "v4", "v3", "v2", "v1"]
+
+    commits = _walk(tab, "/ui/s/default/commits?limit=7", "tr.commit-row td:first-child code",
+                    "log", back=False)  # fmt: skip
+    every = svc.history(OWNER, STORE, limit=10_000)
+    assert commits == [c.id[:12] for c in every] and len(every) > 14
+
+    runs = _walk(tab, "/ui/s/default/dreams?limit=1", "a.run", "runs")
+    assert runs == [r.id for r in svc.list_dream_runs(OWNER, STORE, limit=100)]
+    assert set(fleet.runs.values()) <= set(runs)
+
+    run = fleet.runs["airline"]
+    report = svc.get_dream_run(OWNER, STORE, run).report or {}
+    titles = _walk(tab, f"/ui/s/default/dreams/{run}?limit=2", "div.pattern h3", "run-patterns")
+    assert titles == [str(e.get("title")) for e in report.get("proposed") or []]
+    assert len(titles) >= 3
+
+    stale = _walk(tab, "/ui/s/default/stale?limit=1", "table.stale a.file", "stale")
+    assert stale == [f.path for f in svc.stale(OWNER, STORE, days=30)] and stale
+
+    stores = _walk(tab, "/ui/stores?limit=1", "table.stores a.store", "stores")
+    assert stores == ["default", "second"]
