@@ -617,7 +617,7 @@ def test_every_list_pages(open_tab: Any, fleet: Fleet) -> None:
     commits = _walk(tab, "/ui/s/default/commits?limit=7", "tr.commit-row td:first-child code",
                     "log", back=False)  # fmt: skip
     every = svc.history(OWNER, STORE, limit=10_000)
-    assert commits == [c.id[:12] for c in every] and len(every) > 14
+    assert commits == [c.id[:12] for c in every] and len(every) >= 14
 
     runs = _walk(tab, "/ui/s/default/dreams?limit=1", "a.run", "runs")
     assert runs == [r.id for r in svc.list_dream_runs(OWNER, STORE, limit=100)]
@@ -631,6 +631,18 @@ def test_every_list_pages(open_tab: Any, fleet: Fleet) -> None:
 
     stale = _walk(tab, "/ui/s/default/stale?limit=1", "table.stale a.file", "stale")
     assert stale == [f.path for f in svc.stale(OWNER, STORE, days=30)] and stale
+
+    tid = svc.list_transcripts(OWNER, STORE, project="swe", limit=1).items[0].id
+    events = svc.get_transcript(OWNER, STORE, tid).events
+    shown = _walk(tab, f"/ui/s/default/transcripts/{tid}?limit=7", "li.event p.heading",
+                  "transcript-events", back=False)  # fmt: skip
+    assert [int(h.split()[0][1:]) for h in shown] == list(range(len(events))) and len(events) > 7
+    tab.go(f"/ui/s/default/transcripts/{tid}?limit=7&from=9&to=10#e9", "transcript-from")
+    assert tab.page.locator("li.event.marked").evaluate_all("e => e.map(x => x.id)") == [
+        "e9",
+        "e10",
+    ]
+    assert tab.page.locator("li.event").first.get_attribute("id") == "e7"
 
     stores = _walk(tab, "/ui/stores?limit=1", "table.stores a.store", "stores")
     assert stores == ["default", "second"]

@@ -79,8 +79,16 @@ async def commit(request: Request) -> Response:
     found = await who.call(who.service.commit_detail, store, request.path_params["commit_id"])
     info = found.commit
     changes = [_change_view(c) for c in found.changes]
+    transcripts = _transcripts(info.transcript)
     return page(request, "commit.html", who, c=info, changes=changes,
-                proposal=safe_id(info.proposal), transcript=safe_id(info.transcript))  # fmt: skip
+                proposal=safe_id(info.proposal), transcripts=transcripts)  # fmt: skip
+
+
+def _transcripts(raw: str | None) -> list[tuple[str, str | None]]:
+    """The transcript ids a commit's provenance names (a comma-separated list, as dream runs
+    record the sessions behind a proposal), each with its link id when it is a plain id."""
+    ids = [t.strip() for t in (raw or "").split(",") if t.strip()]
+    return [(t, safe_id(t)) for t in ids]
 
 
 routes = [

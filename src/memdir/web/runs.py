@@ -31,6 +31,8 @@ __all__ = ["routes"]
 #: Runs per page of the runs list, and patterns per page of a run's "proposed" list.
 RUNS_PAGE = 50
 PATTERNS_PAGE = 50
+#: Events per page of a transcript.
+EVENTS_PAGE = 500
 
 
 async def dream_runs(request: Request) -> Response:
@@ -248,10 +250,17 @@ async def transcript(request: Request) -> Response:
     store = request.path_params["store"]
     marked = _range(request)
     found = await who.call(who.service.get_transcript, store, request.path_params["tid"])
+    limit = int_param(request, "limit", EVENTS_PAGE, 1, 5000)
+    # an evidence link (from=N) opens the page holding event N, so its #eN anchor is there
+    first = min((marked[0] // limit) * limit, max(0, len(found.events) - 1)) if marked else 0
+    start = int_param(request, "start", first, 0, max(0, len(found.events) - 1))
     events = [
         _event_row(i, e, marked is not None and marked[0] <= i <= marked[1])
-        for i, e in enumerate(found.events)
+        for i, e in enumerate(found.events[start : start + limit], start)
     ]
+    kept = {k: v for k in ("from", "to") if (v := request.query_params.get(k))}
+    pager = Pager(start, limit, len(events), start + limit < len(found.events),
+                  len(found.events), kept)  # fmt: skip
     info = found.info
     labels = facts({
         "format": info.format, "session": info.session_id, "project": info.project,
@@ -262,7 +271,7 @@ async def transcript(request: Request) -> Response:
     })  # fmt: skip
     children = [safe_id(c) for c in found.children]
     return page(request, "transcript.html", who, t=info, labels=labels, events=events,
-                parent=safe_id(found.parent), children=children)  # fmt: skip
+                parent=safe_id(found.parent), children=children, pager=pager)  # fmt: skip
 
 
 routes = [
