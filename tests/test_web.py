@@ -257,7 +257,7 @@ def test_file_history_and_diff(tab: Tab, site: Site) -> None:
     page = open_as(tab, site, site.bot, then=f"/s/default/file{path}")
     assert page.inner_text("table.frontmatter td") == "how we deploy"
     assert "description:" not in page.inner_text("article.markdown")
-    page.click("text=history")
+    page.click("p.meta >> text=history")  # the file's history (not the store's, in the nav)
     rows = page.locator("table.history tbody tr")
     assert rows.count() == 2
     newest = rows.nth(0).inner_text()
