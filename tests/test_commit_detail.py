@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import httpx2
 import pytest
 
 import memdir
 from memdir import OWNER, MemoryService
+from memdir.api import create_app
+from memdir.api.settings import ApiSettings
 from memdir.core.errors import InvalidInput, NotFound
 from memdir.core.model import Principal, Provenance, Write
+from memdir.settings import Settings
 
 STORE = "default"
 
@@ -79,3 +83,26 @@ def test_a_redacted_version_before_is_flagged_and_its_text_gone(svc: MemoryServi
     svc.redact(OWNER, STORE, path, 1)
     (change,) = svc.commit_detail(OWNER, STORE, second).changes
     assert change.redacted and change.before is None and change.after == "clean v2\n"
+
+
+@pytest.mark.anyio
+async def test_rest_get_commit_answers_what_the_service_answers(svc: MemoryService) -> None:
+    done = svc.commit(OWNER, STORE, [
+        Write("/projects/a/r.md", "a text\n", if_absent=True),
+        Write("/projects/b/r.md", "b text\n", if_absent=True),
+    ])  # fmt: skip
+    hidden = svc.write(OWNER, STORE, "/projects/b/only.md", "b\n", if_absent=True).commit
+    token = svc.create_token(OWNER, "agent:a").token or ""
+    app = create_app(Settings(), svc, api_settings=ApiSettings(rate=None, auth_failure_rate=None))
+    transport = httpx2.ASGITransport(app=app)
+    headers = {"Authorization": f"Bearer {token}"}
+    async with httpx2.AsyncClient(transport=transport, base_url="http://memdir") as client:
+        got = await client.get(f"/v1/stores/{STORE}/commits/{done.commit}", headers=headers)
+        assert got.status_code == 200, got.text
+        body = got.json()
+        assert body["commit"]["id"] == done.commit
+        assert [c["change"]["path"] for c in body["changes"]] == ["/projects/a/r.md"]
+        assert [c["after"] for c in body["changes"]] == ["a text\n"]
+        assert "/projects/b" not in got.text and "b text" not in got.text
+        refused = await client.get(f"/v1/stores/{STORE}/commits/{hidden}", headers=headers)
+        assert refused.status_code == 404

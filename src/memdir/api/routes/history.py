@@ -26,6 +26,7 @@ from memdir.api.errors import ErrorEnvelope
 from memdir.api.models import CommitBody, DiffView, Page, ProvenanceFields
 from memdir.core.limits import MAX_INT64
 from memdir.core.model import CommitInfo, CommitResult, VersionInfo, operation_from_dict
+from memdir.history import CommitDetail
 
 __all__ = ["router"]
 
@@ -79,6 +80,14 @@ async def commit(ctx: Ctx, store: StoreName, body: CommitBody, prov: Prov) -> Re
     operations = [operation_from_dict(op.model_dump()) for op in body.operations]
     result = await ctx.call(ctx.service.commit, store, operations, merged(prov, body))
     return commit_response(result, 201)
+
+
+@router.get("/stores/{store}/commits/{commit_id}", response_model=CommitDetail, summary="A commit")
+async def commit_detail(ctx: Ctx, store: StoreName, commit_id: str) -> Response:
+    """A commit (its id, or a prefix of 6+ characters) with its provenance and, for each
+    change on a path the caller may read, the text before and after; the other changes are
+    not listed. 404 when it has no change the caller may read."""
+    return render(await ctx.call(ctx.service.commit_detail, store, commit_id))
 
 
 @router.post(
