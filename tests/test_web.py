@@ -374,6 +374,11 @@ def test_a_conflict_or_a_refusal_is_shown_on_the_proposal(tab: Tab, site: Site) 
     assert posted.value.status == 409
     assert "conflicts with changes made since" in page.inner_text("p.error")
     assert svc.get_proposal(OWNER, STORE, pid).status == "conflicted"
+    page.goto(f"{site.url}/s/default/proposals/{pid}")  # base, current, proposed side by side
+    sides = [page.inner_text(f".sides .side-{part} pre") for part in ("base", "current",
+                                                                        "proposed")]  # fmt: skip
+    assert sides == ["alpha\n", "gamma\n", "beta\n"]
+    assert page.evaluate("getComputedStyle(document.querySelector('.sides')).display") == "grid"
 
     page.goto(f"{site.url}/s/default/proposals/{org}")  # /org/ needs an admin to write
     with page.expect_response(lambda r: r.request.method == "POST") as posted:

@@ -531,6 +531,24 @@ def test_a_viewer_without_rights_sees_none_of_the_hidden_items(open_tab: Any, fl
     assert nobody.page.locator("tr.transcript-row").count() == 0
     nobody.go("/ui/stores", "nobody-stores")
     assert "second" not in nobody.page.inner_text("main")
+    nobody.go("/ui/s/default/commits", "nobody-log")  # the paged lists show none of it either
+    assert nobody.page.locator("tr.commit-row").count() == 0
+    nobody.go("/ui/s/default/tree/", "nobody-tree")
+    assert nobody.page.locator("table.list").count() == 0
+    nobody.go("/ui/s/default/dreams", "nobody-runs")
+    assert nobody.page.locator("a.run").count() == 0
+    nobody.go("/ui/s/default/stale", "nobody-stale")
+    assert nobody.page.locator("a.file").count() == 0
+
+    fleet.svc.write(OWNER, STORE, "/projects/swe/rights/visible.md", "swe\n", if_absent=True)
+    swe_tab.go("/ui/s/default/tree/projects/?limit=1", "swe-tree")
+    assert page.locator("table.list a").all_inner_texts() == ["swe/"]
+    assert "1 of 1" in page.inner_text("p.pager")  # the airline directory is not counted
+    swe_tab.go("/ui/s/default/commits?limit=500", "swe-log")
+    changed = page.locator("td.changes").all_inner_texts()
+    assert changed and all("/projects/swe/" in c and "airline" not in c for c in changed)
+    swe_tab.go("/ui/s/default/dreams", "swe-runs")  # runs are their principal's (and admins')
+    assert page.locator("a.run").count() == 0
 
 
 def test_a_commit_page_shows_only_the_changes_the_viewer_may_read(
