@@ -150,6 +150,13 @@ class Tab:
         self.shot(label)
         return response
 
+    def follow(self, selector: str) -> None:
+        """Click a link and wait until the new page has loaded everything it asks for (so
+        the next click does not abort a request of this one, such as its icon)."""
+        with self.page.expect_navigation():
+            self.page.click(selector)
+        self.page.wait_for_load_state("networkidle")
+
     def go_refused(self, path: str, label: str, status: int) -> Any:
         """:meth:`go` to a page that must answer ``status``: the browser's console line for
         that status (and only it) is expected, not an error of the page."""
@@ -304,7 +311,7 @@ def test_open_a_proposal_accept_it_and_see_the_applied_diff_and_commit(
     added = page.locator("section.applied pre.diff .add").all_inner_texts()
     assert added and "\n".join(a[1:] for a in added) == written.rstrip("\n")
     assert "no change against the current content" not in page.content()
-    page.click("a.commit")  # the commit's own page: who, when, provenance, what it changed
+    tab.follow("a.commit")  # the commit's own page: who, when, provenance, what it changed
     tab.shot("commit")
     assert page.inner_text("h1 code.commit-id") == prop.commit
     assert page.inner_text("code.actor") == "user:root"
@@ -313,10 +320,10 @@ def test_open_a_proposal_accept_it_and_see_the_applied_diff_and_commit(
     assert changed == list(prop.paths)
     added = page.locator("div.change pre.diff .add").all_inner_texts()
     assert "\n".join(a[1:] for a in added) == written.rstrip("\n")
-    page.click("div.change a.history")
+    tab.follow("div.change a.history")
     tab.shot("history-commit")
     assert page.locator(f"tr[id='c-{prop.commit}']").count() == 1
-    page.click(f"tr[id='c-{prop.commit}'] a.commit")  # and history links back to the commit
+    tab.follow(f"tr[id='c-{prop.commit}'] a.commit")  # and history links back to the commit
     assert page.url.endswith(f"/commits/{prop.commit}")
 
     page.goto(f"{fleet.url}{href}")
@@ -602,12 +609,12 @@ def _walk(tab: Tab, first: str, rows: str, label: str, *, back: bool = True) -> 
     page = tab.page
     pages = [page.locator(rows).all_inner_texts()]
     while page.locator("a.next-page").count():
-        page.click("a.next-page")
+        tab.follow("a.next-page")
         pages.append(page.locator(rows).all_inner_texts())
     tab.shot(f"{label}-last")
     if back and len(pages) > 1:
         for expected in reversed(pages[:-1]):
-            page.click("a.prev-page")
+            tab.follow("a.prev-page")
             assert page.locator(rows).all_inner_texts() == expected
     assert all(pages), pages
     return [r for p in pages for r in p]
