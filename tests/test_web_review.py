@@ -668,6 +668,9 @@ def test_every_list_pages(open_tab: Any, fleet: Fleet) -> None:
         "e10",
     ]
     assert tab.page.locator("li.event").first.get_attribute("id") == "e7"
+    tab.follow("a.first-page")  # still marking the range, from the first event on
+    assert tab.page.locator("li.event").first.get_attribute("id") == "e0"
+    assert "1–7 of" in tab.page.inner_text("p.pager")
 
     stores = _walk(tab, "/ui/stores?limit=1", "table.stores a.store", "stores")
     assert stores == ["default", "second"]

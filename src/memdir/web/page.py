@@ -162,7 +162,7 @@ class Pager:
 
     @property
     def first_href(self) -> str:
-        return self._href()
+        return self._href(start=0)  # explicit: a transcript's ``from`` picks a page otherwise
 
 
 def paged(
