@@ -399,6 +399,7 @@ def test_keyboard_only_review_of_five_proposals(open_tab: Any, fleet: Fleet) -> 
     decided: list[tuple[str, str]] = []
     with page.expect_navigation():
         page.keyboard.press("Enter")
+    page.wait_for_load_state("networkidle")
     for index in range(5):
         pid = page.url.split("/proposals/")[1].split("?")[0]
         assert page.evaluate("document.activeElement.matches('button.accept')")
@@ -412,6 +413,7 @@ def test_keyboard_only_review_of_five_proposals(open_tab: Any, fleet: Fleet) -> 
                 page.keyboard.press("Tab")
         with page.expect_navigation():
             page.keyboard.press("Enter")
+        page.wait_for_load_state("networkidle")  # the next Enter must not abort its requests
         decided.append((pid, action))
     assert not clicks
     assert len({pid for pid, _ in decided}) == 5
