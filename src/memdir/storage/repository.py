@@ -209,6 +209,28 @@ class Repository:
         ).first()
         return None if row is None else str(row[0])
 
+    def next_head(self, store_id: int, start: str, hi: str, *, inclusive: bool) -> HeadRow | None:
+        """The first live file with ``start <= path < hi`` (``start < path`` unless
+        ``inclusive``) in path order: one probe of the ``(store_id, path)`` key, so a listing
+        can skip from one child of a directory to the next without reading what lies between.
+        """
+        op = ">=" if inclusive else ">"
+        row = self.raw(
+            f"SELECT {_HEAD_COLUMNS} FROM heads WHERE store_id = ? AND path {op} ? AND path < ? "
+            "ORDER BY path LIMIT 1",
+            (store_id, start, hi),
+        ).fetchone()
+        return self._head_row(row)
+
+    def count_under(self, store_id: int, directory: str) -> int:
+        """How many live files lie strictly under ``directory`` (counted in the key's index)."""
+        lo, hi = descendant_range(directory)
+        row = self.raw(
+            "SELECT count(*) FROM heads WHERE store_id = ? AND path >= ? AND path < ?",
+            (store_id, lo, hi),
+        ).fetchone()
+        return int(row[0])
+
     def heads_under(
         self,
         store_id: int,
