@@ -169,3 +169,44 @@ def test_expired_files_stay_hidden_by_either_rule(tmp_path: Path) -> None:
         assert [e.files for e in svc.ls(OWNER, STORE, "/")] == [1, 2]
     finally:
         svc.db.close()
+
+
+def test_prefix_history_reads_only_the_directory_s_versions(tmp_path: Path) -> None:
+    """History under a directory keeps the commits that wrote under it or moved a file out of
+    it, and SQLite reaches those versions through the path and old-path keys: no step of the
+    query plan reads the store's versions or commits whole."""
+    import sqlalchemy as sa
+
+    svc = memdir.open(f"sqlite:///{tmp_path / 'hist.db'}", create=True)
+    try:
+        svc.create_store(OWNER, STORE)
+        for i in range(30):
+            svc.write(OWNER, STORE, f"/other/f{i}.md", f"# {i}\n")
+        svc.write(OWNER, STORE, "/d/a.md", "# a\n")
+        svc.write(OWNER, STORE, "/d.md", "# beside\n")
+        svc.rename(OWNER, STORE, "/d/a.md", "/e/a.md")
+        svc.write(OWNER, STORE, "/d/b.md", "# b\n")
+        statements: list[tuple[str, Any]] = []
+
+        def capture(conn: Any, cursor: Any, statement: str, params: Any, *_: Any) -> None:
+            if "FROM commits" in statement:
+                statements.append((statement, params))
+
+        sa.event.listen(svc.db.engine, "before_cursor_execute", capture)
+        try:
+            log = svc.history(OWNER, STORE, prefix="/d", limit=10)
+        finally:
+            sa.event.remove(svc.db.engine, "before_cursor_execute", capture)
+        touched = [{c.path for c in commit.changes} for commit in log]
+        assert touched == [{"/d/b.md"}, {"/e/a.md"}, {"/d/a.md"}]
+        assert statements
+        with svc.db.engine.connect() as conn:
+            for statement, params in statements:
+                plan = conn.exec_driver_sql("EXPLAIN QUERY PLAN " + statement, params).all()
+                steps = [str(row[-1]) for row in plan]
+                assert not any(s.startswith("SCAN") for s in steps), steps
+                versions = [s for s in steps if "versions" in s]
+                assert versions and all("path=?" in s or "path>?" in s for s in versions), steps
+                assert not any("commits" in s and "id=?" not in s for s in steps), steps
+    finally:
+        svc.db.close()

@@ -75,6 +75,20 @@ def in_ranges(column: Any, ranges: Sequence[PathRange]) -> Any:
     return sa.or_(*clauses) if clauses else sa.false()
 
 
+def _touching(store_id: int, ranges: Sequence[PathRange]) -> Any:
+    """The ids of commits with a version whose path or old path lies in ``ranges``: one
+    simple index range per term (``(store_id, path)``, the renames' ``(store_id, old_path)``),
+    as an OR of them would make the planner read every version of the store."""
+    parts: list[Any] = []
+    for r in ranges:
+        for column in (versions.c.path, versions.c.old_path):
+            base = sa.select(versions.c.commit_id).where(versions.c.store_id == store_id)
+            parts.append(base.where(column >= r.lo, column < r.hi))
+            if r.exact is not None:
+                parts.append(base.where(column == r.exact))
+    return sa.union_all(*parts)
+
+
 def _first_key(result: sa.CursorResult[Any]) -> Any:
     key = result.inserted_primary_key
     assert key is not None
@@ -511,19 +525,17 @@ class Repository:
     ) -> Sequence[Row]:
         """Commits newest first, filtered; ``prefix`` keeps commits touching a path under it,
         ``prefixes`` (the caller's readable ones) commits touching a path in their ranges."""
-        query = sa.select(commits).where(commits.c.store_id == store_id)
+        narrow = prefix is not None and prefix != "/"
+        # With a directory, the commits touching it drive the query (each found by its id):
+        # the store's key would walk every commit newest first looking for them.
+        store_key = (commits.c.store_id + 0) if narrow else commits.c.store_id
+        query = sa.select(commits).where(store_key == store_id)
         if prefixes is not None:
             ranges = readable_ranges("/", prefixes)
             if ranges == []:
                 return []
             if ranges is not None:
-                touched_readable = sa.select(versions.c.commit_id).where(
-                    versions.c.store_id == store_id,
-                    sa.or_(
-                        in_ranges(versions.c.path, ranges), in_ranges(versions.c.old_path, ranges)
-                    ),
-                )
-                query = query.where(commits.c.id.in_(touched_readable))
+                query = query.where(commits.c.id.in_(_touching(store_id, ranges)))
         if actor is not None:
             query = query.where(commits.c.actor == actor)
         if session is not None:
@@ -534,17 +546,9 @@ class Repository:
             query = query.where(commits.c.created_at < until)
         if before_revision is not None:
             query = query.where(commits.c.revision < before_revision)
-        if prefix is not None and prefix != "/":
-            lo, hi = descendant_range(prefix)
-            touched = sa.select(versions.c.commit_id).where(
-                versions.c.store_id == store_id,
-                sa.or_(
-                    versions.c.path == prefix,
-                    sa.and_(versions.c.path >= lo, versions.c.path < hi),
-                    versions.c.old_path == prefix,
-                    sa.and_(versions.c.old_path >= lo, versions.c.old_path < hi),
-                ),
-            )
+        if narrow:
+            assert prefix is not None
+            touched = _touching(store_id, [PathRange(*descendant_range(prefix), prefix)])
             query = query.where(commits.c.id.in_(touched))
         query = query.order_by(commits.c.revision.desc()).limit(limit)
         return self.conn.execute(query).all()
