@@ -1323,7 +1323,8 @@ def measure_listings(
             f"history prefix={project}/notes/",
             Stats.of(lat),
             Stats.of([]),
-            f"{len(mem.out.listings[-1])} commits (limit 20); no raw baseline",
+            f"{len(mem.out.listings[-1])} commits (limit 20) carrying "
+            f"{sum(n for _, n in mem.out.listings[-1]):,} changes; no raw baseline",
         )
     )
     return out

@@ -213,3 +213,46 @@ def test_prefix_history_reads_only_the_directory_s_versions(tmp_path: Path) -> N
                 assert not any("commits" in s and "id=?" not in s for s in steps), steps
     finally:
         svc.db.close()
+
+
+def test_directory_counts_follow_every_commit(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A directory's count is remembered for the store's revision only: a write, a delete, a
+    rename out and a store made again under the same name each show in the next listing, and
+    a listing at the same revision counts nothing again."""
+    url = f"sqlite:///{tmp_path / 'counts.db'}"
+    svc = memdir.open(url, create=True)
+    other = memdir.open(url)  # a second server over the same database
+    try:
+        svc.create_store(OWNER, STORE)
+        svc.commit(OWNER, STORE, [Write(f"/d/f{i}.md", "x\n") for i in range(5)])
+
+        def files() -> list[int | None]:
+            return [e.files for e in svc.ls(OWNER, STORE, "/")]
+
+        assert files() == [5]
+        other.write(OWNER, STORE, "/d/new.md", "y\n")
+        assert files() == [6]
+        other.delete(OWNER, STORE, "/d/f0.md")
+        assert files() == [5]
+        other.rename(OWNER, STORE, "/d/f1.md", "/e/f1.md")
+        assert files() == [4, 1]
+        other.delete_store(OWNER, STORE)
+        other.create_store(OWNER, STORE)
+        other.write(OWNER, STORE, "/d/only.md", "z\n")
+        assert files() == [1]
+        counted: list[int] = []
+        from memdir.storage import repository
+
+        count_under = repository.Repository.count_under
+
+        def counting(self: Any, *args: Any) -> int:
+            counted.append(1)
+            return count_under(self, *args)
+
+        monkeypatch.setattr(repository.Repository, "count_under", counting)
+        assert files() == [1] and counted == []
+    finally:
+        other.db.close()
+        svc.db.close()

@@ -52,7 +52,7 @@ from memdir.proposals import ProposalsMixin, operation_paths
 from memdir.review_queue import ReviewQueueMixin
 from memdir.rows import aware, entry, utcnow, view
 from memdir.screening import verdict
-from memdir.storage.repository import Repository, Row
+from memdir.storage.repository import DirectoryCounts, Repository, Row
 from memdir.transcripts.service import TranscriptsMixin
 from memdir.writer import CommitWriter, creates
 
@@ -436,7 +436,7 @@ class MemoryService(
             prefixes = access.read_prefixes()
             hidden = self._hidden(repo, row.id, access, include_expired)
             if depth is not None and access.reads_everything():
-                entries = _skip_tree(repo, row.id, directory, depth, access, hidden)
+                entries = _skip_tree(repo, row, directory, depth, access, hidden, self._dir_counts)
             else:
                 readable = (
                     h
@@ -536,11 +536,12 @@ class MemoryService(
 
 def _skip_tree(
     repo: Repository,
-    store_id: int,
+    store: Row,
     directory: str,
     depth: int,
     access: Access,
     hidden: Mapping[str, object],
+    counts: DirectoryCounts,
 ) -> list[Entry]:
     """What :meth:`MemoryService._tree` makes of the readable files under ``directory``, in
     O(entries) probes rather than a scan of every file beneath it, for a caller that may read
@@ -548,9 +549,11 @@ def _skip_tree(
 
     One indexed probe finds the next file; a file within ``depth`` is an entry, otherwise its
     directory at ``depth`` is, with its files counted in the key's index (less the ``hidden``
-    ones beneath it) and the probe skipping past its key range. Anything under ``/.memdir/``
+    ones beneath it; :class:`DirectoryCounts` keeps the count for the store's revision) and
+    the probe skipping past its key range. Anything under ``/.memdir/``
     is still decided path by path (``can_read``), as is every file entry.
     """
+    store_id = int(store.id)
     lo, hi = descendant_range(directory)
     base = 0 if directory == "/" else directory.count("/")
     out: list[Entry] = []
@@ -567,7 +570,7 @@ def _skip_tree(
         if access.policy is None or not (
             is_under(name, RESERVED_PREFIX) or is_under(RESERVED_PREFIX, name)
         ):
-            files = repo.count_under(store_id, name) - sum(1 for p in hidden if p.startswith(below))
+            files = counts.count(repo, store, name) - sum(1 for p in hidden if p.startswith(below))
         else:
             files = sum(
                 1

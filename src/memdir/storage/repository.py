@@ -13,6 +13,7 @@ named tuples with the same attribute names as the Core rows.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -73,6 +74,37 @@ def in_ranges(column: Any, ranges: Sequence[PathRange]) -> Any:
             clause = sa.or_(column == r.exact, clause)
         clauses.append(clause)
     return sa.or_(*clauses) if clauses else sa.false()
+
+
+class DirectoryCounts:
+    """Live-file counts of directories, remembered per store revision (thread-safe).
+
+    Every change to ``heads`` is made by a commit, which advances the store's revision in the
+    same transaction; a count read in a snapshot at revision R therefore holds for every
+    snapshot at R, on any server. Keys carry the store's id, creation time and revision, so
+    neither a later revision nor a store created again under a reused id finds an old count.
+    Repeated listings between writes then cost one probe per entry; the first after a write
+    counts in the index again.
+    """
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[int, Any, int, str], int] = {}
+
+    def count(self, repo: Repository, store: Any, directory: str) -> int:
+        key = (int(store.id), store.created_at, int(store.revision), directory)
+        with self._lock:
+            found = self._counts.get(key)
+        if found is not None:
+            return found
+        files = repo.count_under(int(store.id), directory)
+        with self._lock:
+            if len(self._counts) >= self.LIMIT:
+                self._counts.clear()
+            self._counts[key] = files
+        return files
 
 
 def _touching(store_id: int, ranges: Sequence[PathRange]) -> Any:
