@@ -69,7 +69,7 @@ from _bulk import (
     materialise,
     plan_history,
 )
-from _common import Stats, fmt, format_table, run_interleaved, write_json
+from _common import Stats, fmt, format_table, run_interleaved, time_calls, write_json
 
 import memdir
 from memdir import OWNER, Provenance, Write
@@ -191,6 +191,11 @@ class ReplaceItem:
 
 
 @dataclass(frozen=True)
+class ListItem:
+    prefix: str  # a directory (ls, history) or a pattern (glob)
+
+
+@dataclass(frozen=True)
 class SearchItem:
     kind: str  # rare | middling | common
     terms: tuple[str, ...]
@@ -242,6 +247,7 @@ class Outputs:
     reads: list[str] = field(default_factory=list)
     searches: list[list[tuple[str, float]]] = field(default_factory=list)  # (path, score)
     greps: list[int] = field(default_factory=list)
+    listings: list[list[tuple[str, int]]] = field(default_factory=list)  # (path, files)
 
 
 class MemdirBackend:
@@ -291,6 +297,18 @@ class MemdirBackend:
         matches = self.svc.grep(OWNER, self.store, item.pattern, prefix=item.prefix, limit=10_000)
         self.out.greps.append(len(matches))
 
+    def ls(self, item: ListItem) -> None:
+        entries = self.svc.ls(OWNER, self.store, item.prefix)
+        self.out.listings.append([(e.path, e.files or 0) for e in entries])
+
+    def glob(self, item: ListItem) -> None:
+        found = self.svc.glob(OWNER, self.store, item.prefix)
+        self.out.listings.append([(p, 0) for p in found])
+
+    def prefix_history(self, item: ListItem) -> None:
+        commits = self.svc.history(OWNER, self.store, prefix=item.prefix, limit=20)
+        self.out.listings.append([(c.id, len(c.changes)) for c in commits])
+
     def version_count(self) -> int:
         with self.svc.db.engine.connect() as conn:
             return int(
@@ -330,6 +348,40 @@ def _now() -> str:
 def _prefix_range(prefix: str) -> tuple[str, str]:
     base = prefix.rstrip("/")
     return base + "/", base + "0"
+
+
+def _raw_ls(execute: Any, mark: str, prefix: str) -> list[tuple[str, int]]:
+    """A directory's children by hand: one indexed probe per child (the next path after the
+    last child's key range) and, for a directory, ``count(*)`` over its key range."""
+    lo, hi = _prefix_range(prefix)
+    base = len(lo)
+    nxt = f"SELECT path FROM heads WHERE path >= {mark} AND path < {mark} ORDER BY path LIMIT 1"
+    count = f"SELECT count(*) FROM heads WHERE path >= {mark} AND path < {mark}"
+    out: list[tuple[str, int]] = []
+    cursor = lo
+    while (row := execute(nxt, (cursor, hi)).fetchone()) is not None:
+        path = str(row[0])
+        slash = path.find("/", base)
+        if slash < 0:
+            out.append((path, 0))
+            cursor = path + "\x00"
+            continue
+        child = path[:slash]
+        files = int(execute(count, (child + "/", child + "0")).fetchone()[0])
+        out.append((child, files))
+        cursor = child + "0"
+    return sorted(out)
+
+
+def _raw_glob(execute: Any, mark: str, pattern: str) -> list[tuple[str, int]]:
+    """Paths under the pattern's literal directory, matched by a regex of the pattern."""
+    literal = pattern.split("*", 1)[0].rsplit("/", 1)[0] or "/"
+    lo, hi = _prefix_range(literal)
+    regex = re.compile("".join("[^/]*" if ch == "*" else re.escape(ch) for ch in pattern) + r"\Z")
+    rows = execute(
+        f"SELECT path FROM heads WHERE path >= {mark} AND path < {mark} ORDER BY path", (lo, hi)
+    )
+    return [(str(r[0]), 0) for r in rows if regex.match(str(r[0]))]
 
 
 def _quote_fts5(term: str) -> str:
@@ -508,6 +560,12 @@ class RawSQLite:
             "SELECT coalesce(sum(size), 0) FROM heads WHERE path >= ? AND path < ?", (lo, hi)
         ).fetchone()
         return int(row[0])
+
+    def ls(self, item: ListItem) -> None:
+        self.out.listings.append(_raw_ls(self.conn.execute, "?", item.prefix))
+
+    def glob(self, item: ListItem) -> None:
+        self.out.listings.append(_raw_glob(self.conn.execute, "?", item.prefix))
 
     def match_count(self, item: SearchItem) -> int:
         match = " OR ".join(_quote_fts5(t) for t in item.terms)
@@ -708,6 +766,12 @@ class RawPostgres:
                 (lo, hi),
             ).fetchone()
         return int(row[0])
+
+    def ls(self, item: ListItem) -> None:
+        self.out.listings.append(_raw_ls(self.conn.execute, "%s", item.prefix))
+
+    def glob(self, item: ListItem) -> None:
+        self.out.listings.append(_raw_glob(self.conn.execute, "%s", item.prefix))
 
     def match_count(self, item: SearchItem) -> int:
         tsq = " || ".join("phraseto_tsquery('english', %s)" for _ in item.terms)
@@ -1182,6 +1246,8 @@ def run_size(
             "raw_mb_s": scanned / 1e6 / (result.raw.mean_ms / 1000),
         }
 
+    results += measure_listings(mem, raw, n_files, args.ops)
+
     read_ok = mem.out.reads == raw.out.reads
     if not read_ok:
         notes.append("MISMATCH: memdir and raw returned different sha256 on reads")
@@ -1215,6 +1281,53 @@ def run_size(
         "timings": timings,
         "_results": results,
     }
+
+
+def measure_listings(
+    mem: MemdirBackend, raw: RawSQLite | RawPostgres, n_files: int, ops: int
+) -> list[OpResult]:
+    """``ls /`` (one entry: /projects with every file), ``ls`` of a project (its topics), a
+    narrow ``glob`` (one topic's files) beside the hand-written probes; prefix history (20
+    newest commits under one topic, memdir only: the raw schema keeps no commits)."""
+    _log("listings")
+    calls = max(20, ops // 20)
+    project = f"/projects/p{max(4, n_files // 500) - 1}"
+    out: list[OpResult] = []
+    cases = (
+        ("ls /", mem.ls, raw.ls, ListItem("/")),
+        (f"ls {project}/", mem.ls, raw.ls, ListItem(project)),
+        (f"glob {project}/notes/*.md", mem.glob, raw.glob, ListItem(f"{project}/notes/*.md")),
+    )
+    for name, fn_m, fn_r, item in cases:
+        mem.out.listings.clear()
+        raw.out.listings.clear()
+        gc.collect()
+        lat_m, lat_r = run_interleaved(fn_m, fn_r, [item] * (calls + 3), chunk=5, warmup=3)
+        same = mem.out.listings == raw.out.listings
+        entries = len(raw.out.listings[-1])
+        out.append(
+            OpResult(
+                name,
+                Stats.of(lat_m),
+                Stats.of(lat_r),
+                f"{entries} entries{'' if same else ' (MISMATCH)'}",
+            )
+        )
+    item = ListItem(f"{project}/notes")
+    for _ in range(3):
+        mem.prefix_history(item)
+    gc.collect()
+    lat = time_calls(mem.prefix_history, [item] * calls)
+    out.append(
+        OpResult(
+            f"history prefix={project}/notes/",
+            Stats.of(lat),
+            Stats.of([]),
+            f"{len(mem.out.listings[-1])} commits (limit 20) carrying "
+            f"{sum(n for _, n in mem.out.listings[-1]):,} changes; no raw baseline",
+        )
+    )
+    return out
 
 
 def _checkpoint(memdir_url: str, raw: RawSQLite | RawPostgres, is_pg: bool) -> None:

@@ -49,7 +49,7 @@ from memdir.rows import utcnow
 from memdir.screening import Screen, Screened, screen_operations
 from memdir.storage.database import Database
 from memdir.storage.meta import expired_paths
-from memdir.storage.repository import Repository, Row
+from memdir.storage.repository import DirectoryCounts, Repository, Row
 from memdir.storage.schema import idempotency_keys
 from memdir.writer import CommitWriter
 
@@ -100,6 +100,7 @@ class ServiceBase:
         self.max_commit_operations = max_commit_operations
         self.max_transcript_bytes = max_transcript_bytes
         self._policies = PolicyCache()
+        self._dir_counts = DirectoryCounts()
         if screen is None:
             from memdir.guard import screen as default_screen
 

@@ -41,7 +41,7 @@ from memdir.core.model import (
     Write,
     validate_store_name,
 )
-from memdir.core.paths import normalize_prefix, validate_path
+from memdir.core.paths import descendant_range, is_under, normalize_prefix, validate_path
 from memdir.core.policy import POLICY_PATH, RESERVED_PREFIX
 from memdir.directory import DirectoryMixin
 from memdir.dreams import DreamsMixin
@@ -52,7 +52,7 @@ from memdir.proposals import ProposalsMixin, operation_paths
 from memdir.review_queue import ReviewQueueMixin
 from memdir.rows import aware, entry, utcnow, view
 from memdir.screening import verdict
-from memdir.storage.repository import Repository, Row
+from memdir.storage.repository import DirectoryCounts, Repository, Row
 from memdir.transcripts.service import TranscriptsMixin
 from memdir.writer import CommitWriter, creates
 
@@ -435,12 +435,15 @@ class MemoryService(
                     return [entry(single)]
             prefixes = access.read_prefixes()
             hidden = self._hidden(repo, row.id, access, include_expired)
-            readable = (
-                h
-                for h in repo.heads_under(row.id, directory, prefixes=prefixes)
-                if access.can_read(h.path) and h.path not in hidden
-            )
-            entries = self._tree(readable, directory, depth)
+            if depth is not None and access.reads_everything():
+                entries = _skip_tree(repo, row, directory, depth, access, hidden, self._dir_counts)
+            else:
+                readable = (
+                    h
+                    for h in repo.heads_under(row.id, directory, prefixes=prefixes)
+                    if access.can_read(h.path) and h.path not in hidden
+                )
+                entries = self._tree(readable, directory, depth)
         if not entries and directory != "/":
             raise NotFound(f"{directory} does not exist", hint="list_parent", path=directory)
         return entries
@@ -529,6 +532,55 @@ class MemoryService(
             SearchHit(path=path, rank=index + 1, snippet=snippet, sha256=sha, version=version)
             for index, (path, snippet, sha, version) in enumerate(rows)
         ]
+
+
+def _skip_tree(
+    repo: Repository,
+    store: Row,
+    directory: str,
+    depth: int,
+    access: Access,
+    hidden: Mapping[str, object],
+    counts: DirectoryCounts,
+) -> list[Entry]:
+    """What :meth:`MemoryService._tree` makes of the readable files under ``directory``, in
+    O(entries) probes rather than a scan of every file beneath it, for a caller that may read
+    every file outside ``/.memdir/`` (:meth:`Access.reads_everything`).
+
+    One indexed probe finds the next file; a file within ``depth`` is an entry, otherwise its
+    directory at ``depth`` is, with its files counted in the key's index (less the ``hidden``
+    ones beneath it; :class:`DirectoryCounts` keeps the count for the store's revision) and
+    the probe skipping past its key range. Anything under ``/.memdir/``
+    is still decided path by path (``can_read``), as is every file entry.
+    """
+    store_id = int(store.id)
+    lo, hi = descendant_range(directory)
+    base = 0 if directory == "/" else directory.count("/")
+    out: list[Entry] = []
+    start, inclusive = lo, True
+    while (head := repo.next_head(store_id, start, hi, inclusive=inclusive)) is not None:
+        parts = head.path.split("/")
+        if len(parts) - 1 - base <= depth:
+            if access.can_read(head.path) and head.path not in hidden:
+                out.append(entry(head))
+            start, inclusive = head.path, False
+            continue
+        name = "/".join(parts[: base + 1 + depth])
+        below = name + "/"
+        if access.policy is None or not (
+            is_under(name, RESERVED_PREFIX) or is_under(RESERVED_PREFIX, name)
+        ):
+            files = counts.count(repo, store, name) - sum(1 for p in hidden if p.startswith(below))
+        else:
+            files = sum(
+                1
+                for h in repo.heads_under(store_id, name)
+                if access.can_read(h.path) and h.path not in hidden
+            )
+        if files:
+            out.append(Entry(path=name, kind="dir", files=files))
+        start, inclusive = descendant_range(name)[1], True
+    return sorted(out, key=lambda e: e.path)
 
 
 def _without(

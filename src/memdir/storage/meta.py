@@ -11,13 +11,10 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any, NamedTuple
 
-import sqlalchemy as sa
-
 from memdir.core.frontmatter import Described
 from memdir.core.paths import descendant_range
-from memdir.core.ranges import readable_ranges
-from memdir.storage.repository import Repository, in_ranges
-from memdir.storage.schema import file_meta, heads
+from memdir.core.ranges import PathRange, readable_ranges
+from memdir.storage.repository import Repository
 
 __all__ = [
     "TASKS",
@@ -69,29 +66,6 @@ def _task_cutoff(now: dt.datetime, task_expiry_days: int) -> dt.datetime | None:
     return None if task_expiry_days <= 0 else now - dt.timedelta(days=task_expiry_days)
 
 
-def _expired_clause(now: dt.datetime, task_expiry_days: int) -> Any:
-    """Rows of heads ⟕ file_meta that are expired at ``now``: their ``expires_at`` has come,
-    or they lie under /tasks/, say nothing (neither a time nor ``never``) and are older than
-    the task scopes' default lifetime."""
-    clause = file_meta.c.expires_at <= now
-    cutoff = _task_cutoff(now, task_expiry_days)
-    if cutoff is not None:
-        lo, hi = descendant_range(TASKS.rstrip("/"))
-        task_default = sa.and_(
-            heads.c.path >= lo,
-            heads.c.path < hi,
-            sa.func.coalesce(file_meta.c.no_expiry, False).is_(False),
-            file_meta.c.expires_at.is_(None),
-            heads.c.updated_at <= cutoff,
-        )
-        clause = sa.or_(clause, task_default)
-    return clause
-
-
-def _joined() -> Any:
-    return heads.outerjoin(file_meta, file_meta.c.file_id == heads.c.file_id)
-
-
 def expired_paths(
     repo: Repository,
     store_id: int,
@@ -100,25 +74,54 @@ def expired_paths(
     prefixes: Sequence[str] | None = None,
 ) -> dict[str, dt.datetime]:
     """Live paths expired at ``now`` (within the readable ``prefixes``), with their moment
-    of expiry. Served by the ``(store_id, expires_at)`` index and the /tasks/ key range."""
+    of expiry: their ``expires`` has come, or they lie under /tasks/, say nothing (neither a
+    time nor ``never``) and are older than the task scopes' default lifetime. Two queries,
+    each following an index (an OR of the two would scan every live file): the
+    ``(store_id, expires_at)`` index for a moment that has come, the /tasks/ key range of
+    ``heads`` for the task default (which needs ``expires_at`` NULL: the two are disjoint)."""
     ranges = readable_ranges("/", prefixes)
     if ranges == []:
         return {}
-    query = (
-        sa.select(heads.c.path, file_meta.c.expires_at, heads.c.updated_at)
-        .select_from(_joined())
-        .where(heads.c.store_id == store_id, _expired_clause(now, task_expiry_days))
-    )
-    if ranges is not None:
-        query = query.where(in_ranges(heads.c.path, ranges))
+    where, values = _ranges_sql(ranges)
+    enc = repo.dialect.encode_time
     decode = repo.dialect.decode_time
     out: dict[str, dt.datetime] = {}
-    for path, expires, updated in repo.conn.execute(query):
-        when = decode(expires) if expires is not None else None
-        if when is None:
-            when = decode(updated) + dt.timedelta(days=task_expiry_days)
-        out[str(path)] = _aware(when)
+    rows = repo.raw(
+        "SELECT h.path, m.expires_at FROM file_meta m JOIN heads h ON h.file_id = m.file_id "
+        f"WHERE m.store_id = ? AND m.expires_at <= ?{where}",
+        (store_id, enc(now), *values),
+    ).fetchall()
+    for path, expires in rows:
+        out[str(path)] = _aware(decode(expires))
+    cutoff = _task_cutoff(now, task_expiry_days)
+    if cutoff is None:
+        return out
+    lo, hi = descendant_range(TASKS.rstrip("/"))
+    rows = repo.raw(
+        "SELECT h.path, h.updated_at FROM heads h LEFT JOIN file_meta m ON m.file_id = h.file_id "
+        "WHERE h.store_id = ? AND h.path >= ? AND h.path < ? AND h.updated_at <= ? "
+        f"AND m.expires_at IS NULL AND (m.no_expiry IS NULL OR NOT m.no_expiry){where}",
+        (store_id, lo, hi, enc(cutoff), *values),
+    ).fetchall()
+    for path, updated in rows:
+        out[str(path)] = _aware(decode(updated) + dt.timedelta(days=task_expiry_days))
     return out
+
+
+def _ranges_sql(ranges: Sequence[PathRange] | None) -> tuple[str, list[str]]:
+    """`` AND (...)`` keeping ``h.path`` in ``ranges`` (nothing for None), and its values."""
+    if ranges is None:
+        return "", []
+    clauses: list[str] = []
+    values: list[str] = []
+    for r in ranges:
+        clauses.append(
+            "(h.path >= ? AND h.path < ?)"
+            if r.exact is None
+            else "(h.path = ? OR (h.path >= ? AND h.path < ?))"
+        )
+        values += [r.lo, r.hi] if r.exact is None else [r.exact, r.lo, r.hi]
+    return " AND (" + " OR ".join(clauses) + ")", values
 
 
 def _aware(value: dt.datetime) -> dt.datetime:

@@ -13,6 +13,7 @@ named tuples with the same attribute names as the Core rows.
 from __future__ import annotations
 
 import datetime as dt
+import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -73,6 +74,51 @@ def in_ranges(column: Any, ranges: Sequence[PathRange]) -> Any:
             clause = sa.or_(column == r.exact, clause)
         clauses.append(clause)
     return sa.or_(*clauses) if clauses else sa.false()
+
+
+class DirectoryCounts:
+    """Live-file counts of directories, remembered per store revision (thread-safe).
+
+    Every change to ``heads`` is made by a commit, which advances the store's revision in the
+    same transaction; a count read in a snapshot at revision R therefore holds for every
+    snapshot at R, on any server. Keys carry the store's id, creation time and revision, so
+    neither a later revision nor a store created again under a reused id finds an old count.
+    Repeated listings between writes then cost one probe per entry; the first after a write
+    counts in the index again.
+    """
+
+    LIMIT = 4096
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._counts: dict[tuple[int, Any, int, str], int] = {}
+
+    def count(self, repo: Repository, store: Any, directory: str) -> int:
+        key = (int(store.id), store.created_at, int(store.revision), directory)
+        with self._lock:
+            found = self._counts.get(key)
+        if found is not None:
+            return found
+        files = repo.count_under(int(store.id), directory)
+        with self._lock:
+            if len(self._counts) >= self.LIMIT:
+                self._counts.clear()
+            self._counts[key] = files
+        return files
+
+
+def _touching(store_id: int, ranges: Sequence[PathRange]) -> Any:
+    """The ids of commits with a version whose path or old path lies in ``ranges``: one
+    simple index range per term (``(store_id, path)``, the renames' ``(store_id, old_path)``),
+    as an OR of them would make the planner read every version of the store."""
+    parts: list[Any] = []
+    for r in ranges:
+        for column in (versions.c.path, versions.c.old_path):
+            base = sa.select(versions.c.commit_id).where(versions.c.store_id == store_id)
+            parts.append(base.where(column >= r.lo, column < r.hi))
+            if r.exact is not None:
+                parts.append(base.where(column == r.exact))
+    return sa.union_all(*parts)
 
 
 def _first_key(result: sa.CursorResult[Any]) -> Any:
@@ -208,6 +254,28 @@ class Repository:
             .limit(1)
         ).first()
         return None if row is None else str(row[0])
+
+    def next_head(self, store_id: int, start: str, hi: str, *, inclusive: bool) -> HeadRow | None:
+        """The first live file with ``start <= path < hi`` (``start < path`` unless
+        ``inclusive``) in path order: one probe of the ``(store_id, path)`` key, so a listing
+        can skip from one child of a directory to the next without reading what lies between.
+        """
+        op = ">=" if inclusive else ">"
+        row = self.raw(
+            f"SELECT {_HEAD_COLUMNS} FROM heads WHERE store_id = ? AND path {op} ? AND path < ? "
+            "ORDER BY path LIMIT 1",
+            (store_id, start, hi),
+        ).fetchone()
+        return self._head_row(row)
+
+    def count_under(self, store_id: int, directory: str) -> int:
+        """How many live files lie strictly under ``directory`` (counted in the key's index)."""
+        lo, hi = descendant_range(directory)
+        row = self.raw(
+            "SELECT count(*) FROM heads WHERE store_id = ? AND path >= ? AND path < ?",
+            (store_id, lo, hi),
+        ).fetchone()
+        return int(row[0])
 
     def heads_under(
         self,
@@ -489,19 +557,17 @@ class Repository:
     ) -> Sequence[Row]:
         """Commits newest first, filtered; ``prefix`` keeps commits touching a path under it,
         ``prefixes`` (the caller's readable ones) commits touching a path in their ranges."""
-        query = sa.select(commits).where(commits.c.store_id == store_id)
+        narrow = prefix is not None and prefix != "/"
+        # With a directory, the commits touching it drive the query (each found by its id):
+        # the store's key would walk every commit newest first looking for them.
+        store_key = (commits.c.store_id + 0) if narrow else commits.c.store_id
+        query = sa.select(commits).where(store_key == store_id)
         if prefixes is not None:
             ranges = readable_ranges("/", prefixes)
             if ranges == []:
                 return []
             if ranges is not None:
-                touched_readable = sa.select(versions.c.commit_id).where(
-                    versions.c.store_id == store_id,
-                    sa.or_(
-                        in_ranges(versions.c.path, ranges), in_ranges(versions.c.old_path, ranges)
-                    ),
-                )
-                query = query.where(commits.c.id.in_(touched_readable))
+                query = query.where(commits.c.id.in_(_touching(store_id, ranges)))
         if actor is not None:
             query = query.where(commits.c.actor == actor)
         if session is not None:
@@ -512,17 +578,9 @@ class Repository:
             query = query.where(commits.c.created_at < until)
         if before_revision is not None:
             query = query.where(commits.c.revision < before_revision)
-        if prefix is not None and prefix != "/":
-            lo, hi = descendant_range(prefix)
-            touched = sa.select(versions.c.commit_id).where(
-                versions.c.store_id == store_id,
-                sa.or_(
-                    versions.c.path == prefix,
-                    sa.and_(versions.c.path >= lo, versions.c.path < hi),
-                    versions.c.old_path == prefix,
-                    sa.and_(versions.c.old_path >= lo, versions.c.old_path < hi),
-                ),
-            )
+        if narrow:
+            assert prefix is not None
+            touched = _touching(store_id, [PathRange(*descendant_range(prefix), prefix)])
             query = query.where(commits.c.id.in_(touched))
         query = query.order_by(commits.c.revision.desc()).limit(limit)
         return self.conn.execute(query).all()

@@ -47,7 +47,7 @@ __all__ = [
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0008"
+HEAD_REVISION = "0009"
 
 metadata = sa.MetaData(
     naming_convention={
@@ -181,6 +181,15 @@ versions = sa.Table(
     sa.Index(None, "store_id", "path"),
     sa.Index(None, "store_id", "sha256"),
     sa.Index(None, "commit_id"),
+    # Renames only (migration 0009): prefix history finds a file moved out of a directory by
+    # its old path without scanning every version; a write that is not a rename skips it.
+    sa.Index(
+        None,
+        "store_id",
+        "old_path",
+        sqlite_where=sa.text("old_path IS NOT NULL"),
+        postgresql_where=sa.text("old_path IS NOT NULL"),
+    ),
 )
 
 principals = sa.Table(
