@@ -21,6 +21,7 @@ __all__ = [
     "PathRange",
     "ReadScope",
     "intersect_prefixes",
+    "label_names",
     "minimal_prefixes",
     "readable_ranges",
 ]
@@ -107,3 +108,23 @@ class ReadScope:
     def whole_ranges(self) -> list[PathRange] | None:
         """The key ranges of ``whole`` (None: everything; the caller excludes RESERVED)."""
         return None if self.whole is None else readable_ranges("/", self.whole) or []
+
+
+def label_names(scope: ReadScope, root: str) -> frozenset[str] | None:
+    """The names ``n`` a reader may possibly read ``root + n + "/*"`` for (a scope label such
+    as project ``n`` under ``/projects/``), or None when any name may be readable.
+
+    A name outside the set, without a ``/`` and not empty, is unreadable: the path lies under
+    no bound prefix (the only bound prefixes it could lie under are the root's ancestors, which
+    give None, or ``root + n`` and below, whose first segment is ``n``). A name in the set may
+    still be unreadable; the per-path decision settles it. Listings of labelled records put
+    the set into SQL as ``label IN (...)`` so the policy runs on candidate rows only.
+    """
+    directory = root.rstrip("/")
+    if scope.whole is None or any(is_under(directory, w) for w in scope.whole):
+        return None
+    bound = scope.bound if scope.bound is not None else ("/",)
+    if any(is_under(directory, b) for b in bound):
+        return None
+    names = {p[len(root) :].split("/", 1)[0] for p in (*scope.whole, *bound) if p.startswith(root)}
+    return frozenset(n for n in names if n)
