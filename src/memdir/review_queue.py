@@ -33,7 +33,7 @@ from memdir.core.model import Principal
 from memdir.dreams import DreamRun, DreamsMixin, _recorded_scopes, _run_view, _store_scopes
 from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, visible
 from memdir.storage.repository import Repository
-from memdir.storage.schema import proposals, versions
+from memdir.storage.schema import impact_sql, proposals, versions
 
 __all__ = [
     "SORTS",
@@ -188,22 +188,6 @@ def proposal_title(proposal: Proposal) -> str:
 # --- SQL keys -------------------------------------------------------------------------------
 
 
-def _json_number(dialect: str, column: Any, key: str) -> Any:
-    """``column.key`` as a float when it is a JSON number, else 0 (never a cast error)."""
-    if dialect == "postgresql":
-        return sa.case(
-            (sa.func.json_typeof(column.op("->")(key)) == "number",
-             sa.cast(column.op("->>")(key), sa.Float)),
-            else_=0.0,
-        )  # fmt: skip
-    path = f"$.{key}"
-    return sa.case(
-        (sa.func.json_type(column, path).in_(("integer", "real")),
-         sa.cast(sa.func.json_extract(column, path), sa.Float)),
-        else_=0.0,
-    )  # fmt: skip
-
-
 def _json_text(dialect: str, column: Any, key: str | int) -> Any:
     if dialect == "postgresql":
         return column.op("->>")(key)
@@ -214,7 +198,7 @@ def _sort_key(dialect: str, sort: str) -> tuple[Any, bool]:
     """(the SQL expression a sort orders by, whether it descends)."""
     c = proposals.c
     if sort == "impact":
-        return _json_number(dialect, c.statistics, "sessions"), True
+        return sa.literal_column(impact_sql(dialect), sa.Float), True
     if sort == "time":
         return c.created_at, True
     return sa.func.coalesce(_json_text(dialect, c.paths, 0), ""), False
@@ -369,11 +353,11 @@ class ReviewQueueMixin(DreamsMixin):
 
 
 def _beyond(key: Any, after: tuple[Any, str], descending: bool) -> Any:
-    """Rows strictly after ``after`` (its sort key and id) in the queue's order."""
+    """Rows strictly after ``after`` (its sort key and id) in the queue's order: one row-value
+    comparison, which both databases answer as a range of the (key, id) index."""
     value, pid = after
-    if descending:
-        return sa.or_(key < value, sa.and_(key == value, proposals.c.id < pid))
-    return sa.or_(key > value, sa.and_(key == value, proposals.c.id > pid))
+    pair, bound = sa.tuple_(key, proposals.c.id), sa.tuple_(sa.literal(value), sa.literal(pid))
+    return pair < bound if descending else pair > bound
 
 
 def _in_scope(paths: Sequence[str], scope: str | None) -> bool:
