@@ -216,8 +216,9 @@ def test_context_from_sql_equals_the_per_path_policy(svc: MemoryService) -> None
     ]  # fmt: skip
     for principal in (OWNER, bot, bob, narrowed):
         for kw in cases:
-            got = svc.context(principal, STORE, **kw).markdown
-            assert got == _reference(svc, principal, **kw), (principal.id, kw)
+            # the reference first: context records its reads after its own snapshot
+            expected = _reference(svc, principal, **kw)
+            assert svc.context(principal, STORE, **kw).markdown == expected, (principal.id, kw)
     whole = svc.context(bot, STORE, budget=100_000).markdown
     assert "/projects/acme/n00.md" in whole and "/projects/gamma/public/n00.md" in whole
     assert "/projects/acme/secret/" not in whole and "CANARY3x" not in whole

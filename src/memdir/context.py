@@ -272,11 +272,13 @@ class ContextMixin(ServiceBase):
             expired = self._expired(repo, row.id, access, now)
             contradicted = self._contradicted(repo, row.id, access)
             out: list[StaleFile] = []
+            scope = access.read_scope()  # decided once; the policy only between whole and bound
             for r in context_rows(repo, row.id, access.read_prefixes()):
                 path = r.path
                 if not path.startswith(prefix) or path.startswith("/.memdir/"):
                     continue
-                if not access.can_read(path):
+                verdict = scope.decided(path)
+                if not (access.can_read(path) if verdict is None else verdict):
                     continue
                 found = _reasons(r, now, cutoff, days, expired, contradicted)
                 found = [(k, d) for k, d in found if k in wanted]

@@ -27,12 +27,14 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
+from memdir.access import Access
 from memdir.core.errors import InvalidInput, NotFound
 from memdir.core.limits import check_int
 from memdir.core.model import Principal
+from memdir.core.ranges import readable_ranges
 from memdir.dreams import DreamRun, DreamsMixin, _recorded_scopes, _run_view, _store_scopes
 from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, visible
-from memdir.storage.repository import Repository
+from memdir.storage.repository import Repository, in_ranges
 from memdir.storage.schema import impact_sql, proposals, versions
 
 __all__ = [
@@ -278,6 +280,9 @@ class ReviewQueueMixin(DreamsMixin):
             dialect = repo.conn.dialect.name
             key, descending = _sort_key(dialect, sort)
             query = self._queue_query(srow.id, where, dialect).add_columns(key.label("sort_key"))
+            narrowing = _first_path_readable(dialect, access)
+            if narrowing is not None:
+                query = query.where(narrowing)
             order = (key.desc(), proposals.c.id.desc()) if descending else (key, proposals.c.id)
             window = limit + 1  # grows when hidden rows leave a batch short
             while len(items) <= limit:
@@ -350,6 +355,23 @@ class ReviewQueueMixin(DreamsMixin):
                     continue
                 out.append(_applied(repo, srow.id, v))
             return out
+
+
+def _first_path_readable(dialect: str, access: Access) -> Any:
+    """A necessary condition of :func:`memdir.proposals.visible`, decided once per request in
+    SQL (None: none needed): a proposal the caller did not author is visible only if it may
+    read every path, so its first path lies in the caller's read bound. The rule itself still
+    decides every row that passes; this only spares it the rows that cannot."""
+    ranges = readable_ranges("/", access.read_prefixes())
+    if ranges is None:
+        return None
+    first = _json_text(dialect, proposals.c.paths, 0)
+    if dialect == "postgresql":
+        first = first.collate("C")  # the bound's key ranges are in binary order
+    clauses = [first.is_(None), proposals.c.author == access.principal.id]
+    if ranges:
+        clauses.append(in_ranges(first, ranges))
+    return sa.or_(*clauses)
 
 
 def _beyond(key: Any, after: tuple[Any, str], descending: bool) -> Any:

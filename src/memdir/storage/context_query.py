@@ -25,7 +25,7 @@ import datetime as dt
 from collections.abc import Iterator, Sequence
 from typing import Any, NamedTuple
 
-from memdir.core.paths import descendant_range
+from memdir.core.paths import descendant_range, is_under
 from memdir.core.ranges import RESERVED, PathRange, ReadScope, readable_ranges
 from memdir.storage.repository import Repository
 
@@ -39,6 +39,8 @@ _KIND_RANGES: tuple[tuple[str, str] | None, ...] = (
     ("/tasks/", "/tasks0"), ("/agents/", "/agents0"), ("/users/", "/users0"),
     ("/projects/", "/projects0"), ("/org", "/org0"), None,
 )  # fmt: skip
+#: Roots whose direct children are ``other`` but whose grandchildren name a scope.
+_KIND_ROOTS = frozenset(r.rstrip("/") for r, _ in _SCOPE_ROOTS) | {"/"}
 #: Search rank of a file the query did not rank (after every ranked one).
 UNRANKED = 1_000_000_000
 _TASKS = "/tasks"
@@ -68,6 +70,14 @@ class ExpiredFile(NamedTuple):
     kind: int  # scope rank
     decided: bool
     expired_at: dt.datetime
+
+
+def _kind_rank(path: str) -> int:
+    """The scope rank of ``path`` (:func:`memdir.core.context.scope_of`'s kind, as a rank)."""
+    for root, rank in _SCOPE_ROOTS:
+        if path.startswith(root) and "/" in path[len(root) :]:
+            return rank
+    return 4 if path == "/org" or path.startswith("/org/") else 5
 
 
 def _aware(value: dt.datetime) -> dt.datetime:
@@ -191,17 +201,62 @@ class ContextQuery:
     # --- counts ------------------------------------------------------------------------
 
     def counts(self) -> dict[tuple[int, bool], int]:
-        """Live files in the bound (expired included) by (scope rank, decided)."""
+        """Live files in the bound (expired included) by (scope rank, decided).
+
+        A bound range whose files all share one scope kind and one whole-or-not answer is
+        counted from the path key alone (``COUNT(*)`` over the range, no expression per row);
+        the others are grouped by the kind and whole expressions."""
         if self.empty:
             return {}
-        keys, key_params = self._keys(self.bound)
-        sql = (f"SELECT {self.kind}, {self.whole}, COUNT(*) FROM heads h WHERE {keys} AND "
-               f"{self.filters} GROUP BY 1, 2")  # fmt: skip
         out: dict[tuple[int, bool], int] = {}
-        for kind, whole, n in self._cursor(sql, [*self.whole_params, *key_params,
-                                                 *self.filter_params]).fetchall():  # fmt: skip
-            out[(int(kind), bool(whole))] = int(n)
+        grouped: list[PathRange] = []
+        exacts: list[str] = []
+        for r in self.bound if self.bound is not None else [PathRange("/", "0", None)]:
+            if r.exact is not None:
+                exacts.append(r.exact)
+            p = r.exact
+            kind = None if p is None or p in _KIND_ROOTS else _kind_rank(p + "/x")
+            whole = None if p is None else self._whole_of(p)
+            if kind is None or whole is None or r.lo >= r.hi:
+                if r.lo < r.hi:
+                    grouped.append(PathRange(r.lo, r.hi, None))
+                continue
+            sql = (
+                f"SELECT COUNT(*) FROM heads h WHERE {self._keys([PathRange(r.lo, r.hi, None)])[0]}"
+            )
+            sql += f" AND {self.filters}"
+            (n,) = self._cursor(sql, [self.store_id, r.lo, r.hi, *self.filter_params]).fetchone()
+            if n:
+                out[(kind, whole)] = out.get((kind, whole), 0) + int(n)
+        if grouped:
+            keys, key_params = self._keys(grouped)
+            sql = (f"SELECT {self.kind}, {self.whole}, COUNT(*) FROM heads h WHERE {keys} AND "
+                   f"{self.filters} GROUP BY 1, 2")  # fmt: skip
+            rows = self._cursor(sql, [*self.whole_params, *key_params, *self.filter_params])
+            for kind, whole, n in rows.fetchall():
+                out[(int(kind), bool(whole))] = out.get((int(kind), bool(whole)), 0) + int(n)
+        if exacts:
+            keys, key_params = self._keys([PathRange("", "", e) for e in exacts])
+            sql = (f"SELECT h.path, {self.kind}, {self.whole} FROM heads h WHERE {keys} AND "
+                   f"{self.filters}")  # fmt: skip
+            rows = self._cursor(sql, [*self.whole_params, *key_params, *self.filter_params])
+            for _path, kind, whole in rows.fetchall():
+                out[(int(kind), bool(whole))] = out.get((int(kind), bool(whole)), 0) + 1
         return out
+
+    def _whole_of(self, prefix: str) -> bool | None:
+        """Are all paths strictly under ``prefix`` under the whole prefixes (True), none of
+        them (False), or some (None)?"""
+        whole = self.scope.whole
+        if whole is None:
+            return True
+        if is_under(prefix, RESERVED) or is_under(RESERVED, prefix):
+            return None
+        if any(is_under(prefix, w) for w in whole):
+            return True
+        if not any(is_under(w, prefix) for w in whole):
+            return False
+        return None
 
     def undecided(self) -> list[str]:
         """Paths in the bound but outside the whole prefixes (the policy decides each)."""
@@ -253,11 +308,15 @@ class ContextQuery:
         """Core files, skills, then the index part kind by kind, in the assembly's order."""
         if self.empty:
             return
+        # core files and skills are found by the file_meta (store_id, core, skill) index;
+        # the bound is then a filter on the few rows found, not the driving key range
         keys, key_params = self._keys(self.bound)
-        yield from self._stream(f"{keys} AND m.core = TRUE", key_params, content=True)
+        keys = keys.replace("h.store_id = ?", "m.store_id = ?")
+        yield from self._stream(f"m.store_id = ? AND m.core = TRUE AND {keys}",
+                                [self.store_id, *key_params], content=True)  # fmt: skip
         yield from self._stream(
-            f"{keys} AND NOT m.core AND m.skill = TRUE AND m.name IS NOT NULL AND "
-            "m.name <> ''", key_params
+            f"m.store_id = ? AND m.core = FALSE AND m.skill = TRUE AND {keys} AND "
+            "m.name IS NOT NULL AND m.name <> ''", [self.store_id, *key_params]
         )  # fmt: skip
         for kind in range(len(_KIND_RANGES)):
             ranges = self._kind_ranges(kind)
