@@ -327,6 +327,7 @@ class ReviewQueueMixin(DreamsMixin):
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
             access = self._access(repo, srow.id, principal)
+            store_scopes: list[dict[str, str]] | None = None  # read once per page, if needed
             for run_id in dict.fromkeys(run_ids):
                 try:
                     row = self._run_row(repo, srow.id, principal, run_id)
@@ -334,7 +335,9 @@ class ReviewQueueMixin(DreamsMixin):
                     continue
                 scopes = _recorded_scopes(row)  # as get_dream_run decides what is withheld
                 if scopes is None:
-                    scopes = _store_scopes(repo, srow.id)
+                    if store_scopes is None:
+                        store_scopes = _store_scopes(repo, srow.id)
+                    scopes = store_scopes
                 out[run_id] = _run_view(row, srow.name, scopes, access)
         return out
 
