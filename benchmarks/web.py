@@ -127,21 +127,23 @@ def main() -> None:
     raw = sqlite3.connect(path)
     impact = impact_sql("sqlite")  # the queue's key, as its index (migration 0009) holds it
     run = setup["runs"][3]
+    open_ = "SELECT * FROM proposals WHERE store_id = 1 AND status = 'open'"
     pages: list[tuple[str, str, str, tuple[Any, ...]]] = [
         ("queue, by impact", "/ui/s/default/proposals",
-         f"SELECT * FROM proposals WHERE store_id = 1 AND status = 'open' ORDER BY {impact} DESC, id DESC "
+         f"{open_} ORDER BY {impact} DESC, id DESC "
          "LIMIT 51", ()),
         ("queue, by impact, middle page", "/ui/s/default/proposals?cursor=" + setup["middle"],
-         f"SELECT * FROM proposals WHERE store_id = 1 AND status = 'open' ORDER BY {impact} DESC, id DESC "
+         f"{open_} ORDER BY {impact} DESC, id DESC "
          "LIMIT 51 OFFSET 5000", ()),
         ("queue, by time", "/ui/s/default/proposals?sort=time",
-         "SELECT * FROM proposals WHERE store_id = 1 AND status = 'open' ORDER BY created_at DESC, id DESC "
+         f"{open_} ORDER BY created_at DESC, id DESC "
          "LIMIT 51", ()),
         ("queue, one run", f"/ui/s/default/proposals?run={run}",
-         f"SELECT * FROM proposals WHERE store_id = 1 AND status = 'open' AND run_id = ? ORDER BY {impact} "
+         f"{open_} AND run_id = ? ORDER BY {impact} "
          "DESC, id DESC LIMIT 51", (run,)),
         ("transcripts", "/ui/s/default/transcripts",
-         "SELECT * FROM transcripts WHERE store_id = 1 ORDER BY started_at DESC, id DESC LIMIT 51", ()),
+         "SELECT * FROM transcripts WHERE store_id = 1 ORDER BY started_at DESC, id DESC "
+         "LIMIT 51", ()),
         ("transcripts, project+outcome", "/ui/s/default/transcripts?project=p3&outcome=failure",
          "SELECT * FROM transcripts WHERE store_id = 1 AND project = 'p3' AND outcome = 'failure' "
          "ORDER BY started_at DESC, id DESC LIMIT 51", ()),
