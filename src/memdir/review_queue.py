@@ -33,7 +33,7 @@ from memdir.core.limits import check_int
 from memdir.core.model import Principal
 from memdir.core.ranges import readable_ranges
 from memdir.dreams import DreamRun, DreamsMixin, _recorded_scopes, _run_view, _store_scopes
-from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, visible
+from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, sources_readable, visible
 from memdir.storage.repository import Repository, in_ranges
 from memdir.storage.schema import impact_sql, proposals, versions
 
@@ -328,6 +328,7 @@ class ReviewQueueMixin(DreamsMixin):
             srow = self._store_row(repo, store)
             access = self._access(repo, srow.id, principal)
             store_scopes: list[dict[str, str]] | None = None  # read once per page, if needed
+            decided: dict[int, bool] = {}
             for run_id in dict.fromkeys(run_ids):
                 try:
                     row = self._run_row(repo, srow.id, principal, run_id)
@@ -338,7 +339,14 @@ class ReviewQueueMixin(DreamsMixin):
                     if store_scopes is None:
                         store_scopes = _store_scopes(repo, srow.id)
                     scopes = store_scopes
-                out[run_id] = _run_view(row, srow.name, scopes, access)
+                # runs falling back to the store's labels share one list: decide it once
+                key = id(scopes) if scopes is store_scopes else None
+                readable = decided.get(key) if key is not None else None
+                if readable is None:
+                    readable = sources_readable(access, scopes)
+                    if key is not None:
+                        decided[key] = readable
+                out[run_id] = _run_view(row, srow.name, () if readable else scopes, access)
         return out
 
     def applied_changes(
