@@ -12,10 +12,11 @@ Then the cost of last-read tracking on reads by path: the same reads, interleave
 services over one store, one with the read log and one with its ``record`` a no-op.
 
 Measured, interleaved in the same run: ``memdir context`` for agent:bot at the default budget
-(the service: policy decisions per row, expiry, ordering, rendering, cutting) and the raw
-baseline, one SQL statement on the sqlite3 driver that fetches the same rows (heads ⟕
-file_meta ⟕ file_reads over the same key ranges) without deciding anything. Target: context
-under 100 ms at 10,000 files, p50 and p95.
+(the service: its read rights decided once as key ranges, counts by scope in SQL, the rows
+streamed in the assembly's order until the budget is full, the policy on every file shown,
+rendering, cutting) and the raw baseline, one SQL statement on the sqlite3 driver that fetches
+the same rows (heads ⟕ file_meta ⟕ file_reads over the same key ranges) without deciding
+anything. Target: context under 100 ms at 10,000 files, p50 and p95.
 """
 
 from __future__ import annotations

@@ -13,7 +13,10 @@ a fresh SQLite memdir database. Each page is then requested in-process through t
 ``memdir serve`` app (ASGI, no network): the time is the server's whole answer — session
 authentication, the service's keyset page with its visibility checks, grouping by run, and
 the template. The raw baseline, interleaved in the same run, is the page's SQL alone through
-stdlib ``sqlite3``: the same ORDER BY and LIMIT, no rights, no rendering.
+stdlib ``sqlite3``: the same ORDER BY (the impact key as its index holds it) and LIMIT, no
+rights, no rendering. The project-limited viewer (``agent:p3``) may read one project of ten
+and no agent's scope, so it sees a tenth of the queue and no transcript: its pages are
+where rights decided row by row used to scan the whole table.
 
 Target (from the issue): every page under 300 ms server-side (p95).
 """
@@ -38,7 +41,7 @@ from _common import Stats, fmt, format_table, run_interleaved, write_json
 
 import memdir
 from memdir import OWNER
-from memdir.storage.schema import dream_runs, proposals, transcripts
+from memdir.storage.schema import dream_runs, impact_sql, proposals, transcripts
 
 TARGET_MS = 300.0
 PROJECTS = [f"p{i}" for i in range(10)]
@@ -122,26 +125,27 @@ def main() -> None:
           file=sys.stderr)  # fmt: skip
     setup = _load(url, args.proposals, args.transcripts, args.seed)
     raw = sqlite3.connect(path)
-    impact = ("CASE WHEN json_type(statistics, '$.sessions') IN ('integer', 'real') "
-              "THEN CAST(json_extract(statistics, '$.sessions') AS REAL) ELSE 0 END")  # fmt: skip
+    impact = impact_sql("sqlite")  # the queue's key, as its index (migration 0009) holds it
     run = setup["runs"][3]
+    open_ = "SELECT * FROM proposals WHERE store_id = 1 AND status = 'open'"
     pages: list[tuple[str, str, str, tuple[Any, ...]]] = [
         ("queue, by impact", "/ui/s/default/proposals",
-         f"SELECT * FROM proposals WHERE status = 'open' ORDER BY {impact} DESC, id DESC "
+         f"{open_} ORDER BY {impact} DESC, id DESC "
          "LIMIT 51", ()),
         ("queue, by impact, middle page", "/ui/s/default/proposals?cursor=" + setup["middle"],
-         f"SELECT * FROM proposals WHERE status = 'open' ORDER BY {impact} DESC, id DESC "
+         f"{open_} ORDER BY {impact} DESC, id DESC "
          "LIMIT 51 OFFSET 5000", ()),
         ("queue, by time", "/ui/s/default/proposals?sort=time",
-         "SELECT * FROM proposals WHERE status = 'open' ORDER BY created_at DESC, id DESC "
+         f"{open_} ORDER BY created_at DESC, id DESC "
          "LIMIT 51", ()),
         ("queue, one run", f"/ui/s/default/proposals?run={run}",
-         f"SELECT * FROM proposals WHERE status = 'open' AND run_id = ? ORDER BY {impact} "
+         f"{open_} AND run_id = ? ORDER BY {impact} "
          "DESC, id DESC LIMIT 51", (run,)),
         ("transcripts", "/ui/s/default/transcripts",
-         "SELECT * FROM transcripts ORDER BY started_at DESC, id DESC LIMIT 51", ()),
+         "SELECT * FROM transcripts WHERE store_id = 1 ORDER BY started_at DESC, id DESC "
+         "LIMIT 51", ()),
         ("transcripts, project+outcome", "/ui/s/default/transcripts?project=p3&outcome=failure",
-         "SELECT * FROM transcripts WHERE project = 'p3' AND outcome = 'failure' "
+         "SELECT * FROM transcripts WHERE store_id = 1 AND project = 'p3' AND outcome = 'failure' "
          "ORDER BY started_at DESC, id DESC LIMIT 51", ()),
     ]  # fmt: skip
     viewers = [("admin", setup["tokens"]["user:root"]), ("project p3", setup["tokens"]["agent:p3"])]

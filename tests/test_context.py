@@ -190,10 +190,10 @@ def test_budget_is_kept_and_the_rest_is_counted(svc: Any, world: Any, budget: in
     got = svc.context(bot, STORE, budget=budget)
     assert estimate_tokens(got.markdown) == got.tokens <= budget
     shown = len(got.core) + len(got.core_listed) + len(got.skills) + len(got.index)
-    assert shown + len(got.omitted) == got.readable
+    assert shown + got.omitted == got.readable
     closing = got.markdown.rstrip("\n").rsplit("\n", 1)[-1]
     if got.omitted:
-        assert closing.startswith(f"Left out for the budget: {len(got.omitted)} of {got.readable}")
+        assert closing.startswith(f"Left out for the budget: {got.omitted} of {got.readable}")
         assert "`memdir read PATH`" in closing and "`memdir search QUERY`" in closing
     for canary in _canaries(world[1], BOT_READS):
         assert canary not in got.markdown

@@ -31,6 +31,7 @@ from dataclasses import dataclass
 from memdir.core.errors import Forbidden, NotFound
 from memdir.core.globs import compile_glob, literal_prefix
 from memdir.core.model import Principal, TokenScope
+from memdir.core.paths import is_under
 from memdir.core.policy import (
     DEFAULT_POLICY_YAML,
     POLICY_PATH,
@@ -38,7 +39,7 @@ from memdir.core.policy import (
     Decision,
     parse_policy,
 )
-from memdir.core.ranges import intersect_prefixes
+from memdir.core.ranges import ReadScope, intersect_prefixes
 from memdir.storage.repository import Repository
 
 __all__ = [
@@ -57,6 +58,7 @@ __all__ = [
     "is_database_resource",
     "missing",
     "narrowed",
+    "scope_decides_bound",
     "unplaceable",
 ]
 
@@ -130,6 +132,15 @@ def unplaceable(path: str) -> NotFound:
     )
 
 
+def scope_decides_bound(scope: ReadScope) -> bool:
+    """Does ``scope`` decide every path of its bound (each bound prefix lies under a whole
+    one), so that no path needs the per-path decision outside memdir's own files?"""
+    if scope.whole is None:
+        return True
+    bound = scope.bound if scope.bound is not None else ("/",)
+    return all(any(is_under(b, w) for w in scope.whole) for b in bound)
+
+
 class PolicyCache:
     """Compiled policies by the sha256 of their source (None: the built-in default)."""
 
@@ -189,6 +200,27 @@ class Access:
         if scope is not None:
             prefixes = intersect_prefixes(prefixes, [literal_prefix(p) for p in scope.paths])
         return prefixes
+
+    def read_scope(self) -> ReadScope:
+        """This caller's read rights as key ranges (:class:`~memdir.core.ranges.ReadScope`),
+        decided once: the policy's whole prefixes intersected with the token's (a token glob
+        ``PREFIX/**`` matches every path below it; a token without ``read`` reads nothing),
+        and :meth:`read_prefixes` as the bound. Equivalent to :meth:`can_read` wherever it
+        decides (tests/test_read_scope.py checks it against the per-path decision)."""
+        if self.policy is None:
+            return ReadScope(None, None)
+        whole = self.policy.whole_read_prefixes(self.principal)
+        scope = self.principal.scope
+        if scope is not None:
+            if "read" not in scope.actions:
+                whole = ()
+            else:
+                rooted = [p if p.startswith("/") else "/" + p for p in scope.paths]
+                token = [
+                    literal_prefix(p) for p in rooted if p == literal_prefix(p).rstrip("/") + "/**"
+                ]
+                whole = intersect_prefixes(whole, token)
+        return ReadScope(() if whole is None else whole, self.read_prefixes())
 
     def reads_everything(self) -> bool:
         """May this caller read every file of the store outside ``/.memdir/`` (the owner, or

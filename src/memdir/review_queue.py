@@ -27,13 +27,15 @@ from typing import Any, Final
 
 import sqlalchemy as sa
 
+from memdir.access import Access
 from memdir.core.errors import InvalidInput, NotFound
 from memdir.core.limits import check_int
 from memdir.core.model import Principal
+from memdir.core.ranges import readable_ranges
 from memdir.dreams import DreamRun, DreamsMixin, _recorded_scopes, _run_view, _store_scopes
-from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, visible
-from memdir.storage.repository import Repository
-from memdir.storage.schema import proposals, versions
+from memdir.proposals import ORIGINS, STATUSES, Proposal, _proposal, sources_readable, visible
+from memdir.storage.repository import Repository, in_ranges
+from memdir.storage.schema import impact_sql, proposals, versions
 
 __all__ = [
     "SORTS",
@@ -188,22 +190,6 @@ def proposal_title(proposal: Proposal) -> str:
 # --- SQL keys -------------------------------------------------------------------------------
 
 
-def _json_number(dialect: str, column: Any, key: str) -> Any:
-    """``column.key`` as a float when it is a JSON number, else 0 (never a cast error)."""
-    if dialect == "postgresql":
-        return sa.case(
-            (sa.func.json_typeof(column.op("->")(key)) == "number",
-             sa.cast(column.op("->>")(key), sa.Float)),
-            else_=0.0,
-        )  # fmt: skip
-    path = f"$.{key}"
-    return sa.case(
-        (sa.func.json_type(column, path).in_(("integer", "real")),
-         sa.cast(sa.func.json_extract(column, path), sa.Float)),
-        else_=0.0,
-    )  # fmt: skip
-
-
 def _json_text(dialect: str, column: Any, key: str | int) -> Any:
     if dialect == "postgresql":
         return column.op("->>")(key)
@@ -214,7 +200,7 @@ def _sort_key(dialect: str, sort: str) -> tuple[Any, bool]:
     """(the SQL expression a sort orders by, whether it descends)."""
     c = proposals.c
     if sort == "impact":
-        return _json_number(dialect, c.statistics, "sessions"), True
+        return sa.literal_column(impact_sql(dialect), sa.Float), True
     if sort == "time":
         return c.created_at, True
     return sa.func.coalesce(_json_text(dialect, c.paths, 0), ""), False
@@ -294,6 +280,9 @@ class ReviewQueueMixin(DreamsMixin):
             dialect = repo.conn.dialect.name
             key, descending = _sort_key(dialect, sort)
             query = self._queue_query(srow.id, where, dialect).add_columns(key.label("sort_key"))
+            narrowing = _first_path_readable(dialect, access)
+            if narrowing is not None:
+                query = query.where(narrowing)
             order = (key.desc(), proposals.c.id.desc()) if descending else (key, proposals.c.id)
             window = limit + 1  # grows when hidden rows leave a batch short
             while len(items) <= limit:
@@ -338,6 +327,8 @@ class ReviewQueueMixin(DreamsMixin):
         with self.db.read() as repo:
             srow = self._store_row(repo, store)
             access = self._access(repo, srow.id, principal)
+            store_scopes: list[dict[str, str]] | None = None  # read once per page, if needed
+            decided: dict[int, bool] = {}
             for run_id in dict.fromkeys(run_ids):
                 try:
                     row = self._run_row(repo, srow.id, principal, run_id)
@@ -345,8 +336,17 @@ class ReviewQueueMixin(DreamsMixin):
                     continue
                 scopes = _recorded_scopes(row)  # as get_dream_run decides what is withheld
                 if scopes is None:
-                    scopes = _store_scopes(repo, srow.id)
-                out[run_id] = _run_view(row, srow.name, scopes, access)
+                    if store_scopes is None:
+                        store_scopes = _store_scopes(repo, srow.id)
+                    scopes = store_scopes
+                # runs falling back to the store's labels share one list: decide it once
+                key = id(scopes) if scopes is store_scopes else None
+                readable = decided.get(key) if key is not None else None
+                if readable is None:
+                    readable = sources_readable(access, scopes)
+                    if key is not None:
+                        decided[key] = readable
+                out[run_id] = _run_view(row, srow.name, () if readable else scopes, access)
         return out
 
     def applied_changes(
@@ -368,12 +368,29 @@ class ReviewQueueMixin(DreamsMixin):
             return out
 
 
+def _first_path_readable(dialect: str, access: Access) -> Any:
+    """A necessary condition of :func:`memdir.proposals.visible`, decided once per request in
+    SQL (None: none needed): a proposal the caller did not author is visible only if it may
+    read every path, so its first path lies in the caller's read bound. The rule itself still
+    decides every row that passes; this only spares it the rows that cannot."""
+    ranges = readable_ranges("/", access.read_prefixes())
+    if ranges is None:
+        return None
+    first = _json_text(dialect, proposals.c.paths, 0)
+    if dialect == "postgresql":
+        first = first.collate("C")  # the bound's key ranges are in binary order
+    clauses = [first.is_(None), proposals.c.author == access.principal.id]
+    if ranges:
+        clauses.append(in_ranges(first, ranges))
+    return sa.or_(*clauses)
+
+
 def _beyond(key: Any, after: tuple[Any, str], descending: bool) -> Any:
-    """Rows strictly after ``after`` (its sort key and id) in the queue's order."""
+    """Rows strictly after ``after`` (its sort key and id) in the queue's order: one row-value
+    comparison, which both databases answer as a range of the (key, id) index."""
     value, pid = after
-    if descending:
-        return sa.or_(key < value, sa.and_(key == value, proposals.c.id < pid))
-    return sa.or_(key > value, sa.and_(key == value, proposals.c.id > pid))
+    pair, bound = sa.tuple_(key, proposals.c.id), sa.tuple_(sa.literal(value), sa.literal(pid))
+    return pair < bound if descending else pair > bound
 
 
 def _in_scope(paths: Sequence[str], scope: str | None) -> bool:

@@ -31,7 +31,7 @@ import datetime as dt
 import math
 import re
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any, Final
 
@@ -44,7 +44,9 @@ __all__ = [
     "Assembled",
     "Item",
     "assemble",
+    "assemble_ordered",
     "estimate_tokens",
+    "part_of",
     "scope_of",
 ]
 
@@ -157,7 +159,9 @@ class Assembled:
     index: tuple[Item, ...]
     #: core files listed by path only (their body did not fit)
     core_listed: tuple[Item, ...]
-    omitted: tuple[Item, ...]
+    #: readable files left out for the budget, in all and by scope kind
+    omitted: int
+    omitted_by_scope: dict[str, int]
     readable: int
     closing: str
     extra: dict[str, Any] = field(default_factory=dict)
@@ -181,7 +185,6 @@ class Assembled:
                 out["tokens"] = estimate_tokens(item.body or "")
             return out
 
-        by_scope = Counter(i.scope[0] for i in self.omitted)
         return {
             "tokens": self.tokens,
             "budget": self.budget,
@@ -190,7 +193,7 @@ class Assembled:
             "core_listed": [one(i) for i in self.core_listed],
             "skills": [one(i) for i in self.skills],
             "index": [one(i) for i in self.index],
-            "omitted": {"files": len(self.omitted), "by_scope": dict(sorted(by_scope.items()))},
+            "omitted": {"files": self.omitted, "by_scope": dict(self.omitted_by_scope)},
             "closing": self.closing,
             "markdown": self.markdown,
             **self.extra,
@@ -238,16 +241,22 @@ _HOW = (
 )
 
 
-def _closing(omitted: Sequence[Item], readable: int, expired_note: str) -> str:
-    if not omitted:
+def _closing(counts: Counter[str], readable: int, expired_note: str) -> str:
+    """The closing line: ``counts`` holds the files left out by scope kind."""
+    left_out = sum(counts.values())
+    if not left_out:
         every = "The 1 readable file is" if readable == 1 else f"All {readable} readable files are"
         return f"{every} listed above{expired_note}."
-    counts = Counter(i.scope[0] for i in omitted)
     parts = ", ".join(f"{counts[k]} {k}" for k in SCOPE_ORDER if counts[k])
     return (
-        f"Left out for the budget: {len(omitted)} of {readable} readable files ({parts}); "
+        f"Left out for the budget: {left_out} of {readable} readable files ({parts}); "
         f"{_HOW}{expired_note}."
     )
+
+
+def part_of(item: Item) -> int:
+    """Which part an item goes in: 0 core, 1 skills, 2 the index (the assembly's first key)."""
+    return 0 if item.core else 1 if item.skill_name is not None else 2
 
 
 def assemble(
@@ -263,12 +272,29 @@ def assemble(
     out by default, mentioned in the closing line. Raises :class:`InvalidInput` when the budget
     cannot hold even the title and the closing line.
     """
+    ordered = sorted(items, key=lambda i: (part_of(i), *i.order_key()))
+    counts = Counter(i.scope[0] for i in ordered)
+    return assemble_ordered(ordered, counts, budget=budget, title=title,
+                            hidden_expired=hidden_expired)  # fmt: skip
+
+
+def assemble_ordered(
+    ordered: Iterable[Item],
+    counts: Counter[str],
+    *,
+    budget: int = DEFAULT_BUDGET,
+    title: str,
+    hidden_expired: int = 0,
+) -> Assembled:
+    """:func:`assemble` over items already in the assembly's order — by :func:`part_of`, then
+    :meth:`Item.order_key` — consumed lazily: items after the first that does not fit are
+    never drawn, so a store-wide listing can stream from an ordered query. ``counts``: every
+    readable file by scope kind (what the closing line reports, drawn or not)."""
     if not 1 <= budget <= MAX_BUDGET:
         raise InvalidInput(
             f"budget must be from 1 to {MAX_BUDGET} tokens, received {budget}", budget=budget
         )
-    ordered = sorted(items, key=Item.order_key)
-    readable = len(ordered)
+    readable = sum(counts.values())
     expired_note = ""
     if hidden_expired:
         files = (
@@ -281,7 +307,7 @@ def assemble(
         "agent, user, project, org).\n"
     )
     # The closing line can only get shorter than this worst case (fewer scopes, fewer digits).
-    worst = _closing(ordered, readable, expired_note) if ordered else _closing([], 0, "")
+    worst = _closing(counts, readable, expired_note) if readable else _closing(Counter(), 0, "")
     reserve = estimate_tokens(header) + estimate_tokens("\n" + worst + "\n")
     if reserve > budget:
         raise InvalidInput(
@@ -296,7 +322,6 @@ def assemble(
     listed: list[Item] = []
     skills: list[Item] = []
     index: list[Item] = []
-    shown: set[str] = set()
     open_section: list[str | None] = [None]
     open_scope: list[tuple[str, str] | None] = [None]
 
@@ -321,32 +346,27 @@ def assemble(
         open_section[0], open_scope[0] = name, scope
         return True
 
-    full = True
-    for item in (i for i in ordered if i.core):
-        if section("Core memory", None, "\n" + _core_block(item)):
-            core.append(item)
-        elif section("Core memory", None, _core_listed_line(item) + "\n"):
-            listed.append(item)
+    for item in ordered:
+        part = part_of(item)
+        if part == 0:
+            if section("Core memory", None, "\n" + _core_block(item)):
+                core.append(item)
+            elif section("Core memory", None, _core_listed_line(item) + "\n"):
+                listed.append(item)
+            else:
+                break
+        elif part == 1:
+            if not section("Skills", None, _skill_line(item) + "\n"):
+                break
+            skills.append(item)
         else:
-            full = False
-            break
-        shown.add(item.path)
-    for item in (i for i in ordered if i.skill_name is not None and not i.core):
-        if not full or not section("Skills", None, _skill_line(item) + "\n"):
-            full = False
-            break
-        skills.append(item)
-        shown.add(item.path)
-    for item in (i for i in ordered if i.path not in shown and not i.core):
-        if item.skill_name is not None:
-            continue
-        if not full or not section("Index", item.scope, _index_line(item) + "\n"):
-            full = False
-            break
-        index.append(item)
-        shown.add(item.path)
-    omitted = [i for i in ordered if i.path not in shown]
-    closing = _closing(omitted, readable, expired_note)
+            if not section("Index", item.scope, _index_line(item) + "\n"):
+                break
+            index.append(item)
+    left_out = counts.copy()
+    left_out.subtract(i.scope[0] for part in (core, listed, skills, index) for i in part)
+    left_out = +left_out
+    closing = _closing(left_out, readable, expired_note)
     chunks.append("\n" + closing + "\n")
     markdown = "".join(chunks)
     tokens = estimate_tokens(markdown)
@@ -359,7 +379,8 @@ def assemble(
         skills=tuple(skills),
         index=tuple(index),
         core_listed=tuple(listed),
-        omitted=tuple(omitted),
+        omitted=sum(left_out.values()),
+        omitted_by_scope=dict(sorted(left_out.items())),
         readable=readable,
         closing=closing,
     )

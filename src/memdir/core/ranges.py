@@ -11,11 +11,23 @@ store's size; the exact per-path decision still runs on each row that comes back
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple
 
 from memdir.core.paths import descendant_range, is_under
 
-__all__ = ["PathRange", "intersect_prefixes", "minimal_prefixes", "readable_ranges"]
+__all__ = [
+    "RESERVED",
+    "PathRange",
+    "ReadScope",
+    "intersect_prefixes",
+    "label_names",
+    "minimal_prefixes",
+    "readable_ranges",
+]
+
+#: memdir's own configuration: admin-only, so never inside a :class:`ReadScope`'s ``whole``.
+RESERVED = "/.memdir"
 
 
 class PathRange(NamedTuple):
@@ -66,3 +78,53 @@ def readable_ranges(directory: str, prefixes: Sequence[str] | None) -> list[Path
         if is_under(prefix, directory) and prefix != directory:
             out.append(PathRange(*descendant_range(prefix), prefix))
     return out
+
+
+@dataclass(frozen=True)
+class ReadScope:
+    """A caller's read rights as key ranges, decided once per request.
+
+    ``whole``: prefixes under which the caller may read every path outside
+    :data:`RESERVED` (None: every path at all — the database owner). ``bound``: prefixes
+    every readable path lies under (None: anywhere). A path under ``whole`` is readable, a
+    path outside ``bound`` is not; only a path between the two needs the per-path decision.
+    Listings put both into SQL as WHERE clauses over the path key, so the policy runs on the
+    rows between them only.
+    """
+
+    whole: tuple[str, ...] | None
+    bound: tuple[str, ...] | None
+
+    def decided(self, path: str) -> bool | None:
+        """True: readable; False: not; None: ask the policy for this path."""
+        if self.whole is None:
+            return True
+        if not is_under(path, RESERVED) and any(is_under(path, p) for p in self.whole):
+            return True
+        if self.bound is not None and not any(is_under(path, p) for p in self.bound):
+            return False
+        return None
+
+    def whole_ranges(self) -> list[PathRange] | None:
+        """The key ranges of ``whole`` (None: everything; the caller excludes RESERVED)."""
+        return None if self.whole is None else readable_ranges("/", self.whole) or []
+
+
+def label_names(scope: ReadScope, root: str) -> frozenset[str] | None:
+    """The names ``n`` a reader may possibly read ``root + n + "/*"`` for (a scope label such
+    as project ``n`` under ``/projects/``), or None when any name may be readable.
+
+    A name outside the set, without a ``/`` and not empty, is unreadable: the path lies under
+    no bound prefix (the only bound prefixes it could lie under are the root's ancestors, which
+    give None, or ``root + n`` and below, whose first segment is ``n``). A name in the set may
+    still be unreadable; the per-path decision settles it. Listings of labelled records put
+    the set into SQL as ``label IN (...)`` so the policy runs on candidate rows only.
+    """
+    directory = root.rstrip("/")
+    if scope.whole is None or any(is_under(directory, w) for w in scope.whole):
+        return None
+    bound = scope.bound if scope.bound is not None else ("/",)
+    if any(is_under(directory, b) for b in bound):
+        return None
+    names = {p[len(root) :].split("/", 1)[0] for p in (*scope.whole, *bound) if p.startswith(root)}
+    return frozenset(n for n in names if n)

@@ -36,6 +36,7 @@ __all__ = [
     "files",
     "heads",
     "idempotency_keys",
+    "impact_sql",
     "metadata",
     "principals",
     "proposals",
@@ -127,6 +128,7 @@ file_meta = sa.Table(
     sa.Column("actor", sa.String(200), nullable=True),
     sa.Column("source_kind", sa.String(32), nullable=True),
     sa.Index(None, "store_id", "expires_at"),
+    sa.Index(None, "store_id", "core", "skill"),  # 0009: context's core files and skills
 )
 
 file_reads = sa.Table(
@@ -245,6 +247,8 @@ proposals = sa.Table(
     sa.Column("run_id", sa.String(32), nullable=True),  # the dream run it came from (0005)
     sa.Index(None, "store_id", "status"),
     sa.Index(None, "run_id"),
+    # 0009: the queue by time; by impact, an expression index made by the migration only
+    sa.Index(None, "store_id", "status", "created_at", "id"),
 )
 
 # --- transcripts (migration 0004) -----------------------------------------------------------
@@ -355,3 +359,15 @@ idempotency_keys = sa.Table(
     sa.Column("result", sa.Text, nullable=True),
     sa.Column("created_at", Time, nullable=False),
 )
+
+
+def impact_sql(dialect: str) -> str:
+    """The queue's impact key as SQL text: ``statistics.sessions`` as a float when it is a
+    JSON number, else 0 (never a cast error). Literal text, not bound parameters, because the
+    index of migration 0009 is on this very expression and a database matches an expression
+    index only against the same expression."""
+    if dialect == "postgresql":
+        return ("CASE WHEN json_typeof(statistics -> 'sessions') = 'number' "
+                "THEN CAST(statistics ->> 'sessions' AS FLOAT) ELSE 0.0 END")  # fmt: skip
+    return ("CASE WHEN json_type(statistics, '$.sessions') IN ('integer', 'real') "
+            "THEN CAST(json_extract(statistics, '$.sessions') AS FLOAT) ELSE 0.0 END")  # fmt: skip

@@ -37,6 +37,7 @@ from memdir.base import ServiceBase
 from memdir.core.errors import Forbidden, InvalidInput, LimitExceeded, MemdirError, NotFound
 from memdir.core.model import Principal
 from memdir.core.paths import validate_path
+from memdir.core.ranges import label_names
 from memdir.storage.repository import Repository
 from memdir.transcripts.common import dumps
 from memdir.transcripts.generic import export_lines
@@ -56,7 +57,13 @@ from memdir.transcripts.model import (
 )
 from memdir.transcripts.reader import ParseContext, Source
 from memdir.transcripts.redact import Redactor
-from memdir.transcripts.store import ListFilter, TranscriptRows, event_from_row, info_from_row
+from memdir.transcripts.store import (
+    ListFilter,
+    TranscriptRows,
+    event_from_row,
+    info_from_row,
+    readable_clause,
+)
 
 __all__ = ["TranscriptPage", "TranscriptsMixin", "validate_label"]
 
@@ -104,6 +111,16 @@ def allowed(access: Access, scopes: dict[str, str], action: str) -> bool:
         # Unlabelled: the database-wide decision, its token narrowing applied to ``action``.
         return database_check(access.principal, action, TRANSCRIPTS).allowed
     return all(access.allowed(action, path + "/*") for path in scope_paths(scopes))
+
+
+def readable_labels(access: Access) -> Any:
+    """The caller's transcript read rights as one SQL clause, decided once per request: the
+    label names it may read per kind (:func:`memdir.core.ranges.label_names`) and whether it
+    reads unlabelled transcripts. :func:`allowed` still decides each row that comes back."""
+    scope = access.read_scope()
+    names = {kind: label_names(scope, root) for kind, root in SCOPE_LABELS.items()}
+    unlabelled = database_check(access.principal, "read", TRANSCRIPTS).allowed
+    return readable_clause(names, unlabelled)
 
 
 def _missing(transcript_id: str) -> NotFound:
@@ -370,8 +387,9 @@ class TranscriptsMixin(ServiceBase):
             access = self._access(repo, row.id, principal)
             rows = TranscriptRows(repo)
             window = max(limit + 1, 64)
+            scope = readable_labels(access)
             while len(items) <= limit:
-                batch = rows.page(row.id, where, after, window)
+                batch = rows.page(row.id, where, after, window, scope)
                 for found in batch:
                     info = info_from_row(found)
                     after = (info.started_at, info.id)

@@ -110,6 +110,23 @@ class ListFilter:
         self.session_id = session_id
 
 
+def readable_clause(names: dict[str, frozenset[str] | None], unlabelled: bool) -> Any:
+    """A WHERE clause keeping the transcripts whose every label is among ``names`` for its
+    kind (None: any name), plus unlabelled ones when ``unlabelled``. Names with a ``/`` or
+    empty are kept for the per-row decision (:func:`memdir.core.ranges.label_names`)."""
+    c = transcripts.c
+    clauses: list[Any] = []
+    for kind, allowed in names.items():
+        if allowed is None:
+            continue
+        column = c[kind]
+        clauses.append(sa.or_(column.is_(None), column.in_(sorted(allowed)),
+                              column.like("%/%"), column == ""))  # fmt: skip
+    if not unlabelled:
+        clauses.append(sa.not_(sa.and_(*(c[k].is_(None) for k in names))))
+    return sa.and_(*clauses) if clauses else None
+
+
 class TranscriptRows:
     """Transcript queries inside the transaction of ``repo``."""
 
@@ -187,11 +204,15 @@ class TranscriptRows:
         where: ListFilter,
         after: tuple[dt.datetime | None, str] | None,
         limit: int,
+        readable: Any = None,
     ) -> Sequence[Any]:
         """Transcripts newest first by ``started_at`` (undated last), then id, after ``after``
-        (the (started_at, id) of the last row of the previous page)."""
+        (the (started_at, id) of the last row of the previous page); ``readable``: a WHERE
+        clause narrowing to the rows the caller may read (:func:`readable_clause`)."""
         c = transcripts.c
         query = sa.select(transcripts).where(c.store_id == store_id)
+        if readable is not None:
+            query = query.where(readable)
         for column, value in (
             (c.agent, where.agent), (c.project, where.project), (c.user, where.user),
             (c.task, where.task), (c.outcome, where.outcome), (c.format, where.format),
