@@ -125,7 +125,7 @@ def main() -> None:
           file=sys.stderr)  # fmt: skip
     setup = _load(url, args.proposals, args.transcripts, args.seed)
     raw = sqlite3.connect(path)
-    impact = impact_sql("sqlite")  # the queue's key, as its index (migration 0009) holds it
+    impact = impact_sql("sqlite")  # the queue's key, as its index (migration 0010) holds it
     run = setup["runs"][3]
     open_ = "SELECT * FROM proposals WHERE store_id = 1 AND status = 'open'"
     pages: list[tuple[str, str, str, tuple[Any, ...]]] = [

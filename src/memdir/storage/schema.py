@@ -48,7 +48,7 @@ __all__ = [
 ]
 
 #: The Alembic revision this code expects; a test keeps it equal to the migrations' head.
-HEAD_REVISION = "0009"
+HEAD_REVISION = "0010"
 
 metadata = sa.MetaData(
     naming_convention={
@@ -128,7 +128,7 @@ file_meta = sa.Table(
     sa.Column("actor", sa.String(200), nullable=True),
     sa.Column("source_kind", sa.String(32), nullable=True),
     sa.Index(None, "store_id", "expires_at"),
-    sa.Index(None, "store_id", "core", "skill"),  # 0009: context's core files and skills
+    sa.Index(None, "store_id", "core", "skill"),  # 0010: context's core files and skills
 )
 
 file_reads = sa.Table(
@@ -247,7 +247,7 @@ proposals = sa.Table(
     sa.Column("run_id", sa.String(32), nullable=True),  # the dream run it came from (0005)
     sa.Index(None, "store_id", "status"),
     sa.Index(None, "run_id"),
-    # 0009: the queue by time; by impact, an expression index made by the migration only
+    # 0010: the queue by time; by impact, an expression index made by the migration only
     sa.Index(None, "store_id", "status", "created_at", "id"),
 )
 
@@ -364,7 +364,7 @@ idempotency_keys = sa.Table(
 def impact_sql(dialect: str) -> str:
     """The queue's impact key as SQL text: ``statistics.sessions`` as a float when it is a
     JSON number, else 0 (never a cast error). Literal text, not bound parameters, because the
-    index of migration 0009 is on this very expression and a database matches an expression
+    index of migration 0010 is on this very expression and a database matches an expression
     index only against the same expression."""
     if dialect == "postgresql":
         return ("CASE WHEN json_typeof(statistics -> 'sessions') = 'number' "

@@ -9,7 +9,7 @@ from alembic import context
 from memdir.storage.schema import metadata
 
 # The dialect-specific full-text index and the queue's impact index (an expression in each
-# dialect's JSON functions, migration 0009) are outside the metadata; autogenerate skips them.
+# dialect's JSON functions, migration 0010) are outside the metadata; autogenerate skips them.
 _IGNORED_PREFIXES = ("search_fts", "search_index", "ix_proposals_store_id_status_impact_id")
 
 

@@ -10,8 +10,8 @@ impact and by time.
   PostgreSQL, each with its own JSON functions.
 - ``proposals (store_id, status, created_at, id)``: the queue by time.
 
-Revision ID: 0009
-Revises: 0008
+Revision ID: 0010
+Revises: 0009
 Create Date: 2026-12-02
 """
 
@@ -19,8 +19,8 @@ from __future__ import annotations
 
 from alembic import op
 
-revision = "0009"
-down_revision = "0008"
+revision = "0010"
+down_revision = "0009"
 branch_labels = None
 depends_on = None
 
