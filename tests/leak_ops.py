@@ -646,3 +646,23 @@ def _quality(o: Ops, actor: str) -> Call:
     return _do(o, actor, "dream-quality", o.pick("service", "rest"), [],
                service=lambda p: o.world.svc.dream_quality(p, STORE, run),
                rest=lambda: o.s.rest(actor, "GET", store_url(tail)))  # fmt: skip
+
+
+@op("commit")
+def _commit(o: Ops, actor: str) -> Call:
+    """One commit with its readable changes (their text before and after): a commit that
+    touched only unreadable paths is the not-found of an id that never existed."""
+    many = (
+        sa.select(versions_table.c.commit_id)
+        .group_by(versions_table.c.commit_id)
+        .having(sa.func.count() > 1)
+    )
+    wide = sorted(str(r.commit_id) for r in o._rows(many))  # commits readable only in part
+    draw = o.rng.random()
+    if wide and draw < 0.5:
+        commit = o.rng.choice(wide)
+    else:
+        commit = o.rng.choice(o.ids(commits)) if draw < 0.9 else o.new("commit")
+    return _do(o, actor, "commit", o.pick("service", "rest"), [],
+               service=lambda p: o.world.svc.commit_detail(p, STORE, commit),
+               rest=lambda: o.s.rest(actor, "GET", store_url(f"/commits/{commit}")))  # fmt: skip

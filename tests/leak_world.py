@@ -26,7 +26,7 @@ import sqlalchemy as sa
 import memdir
 from leak_model import DEFAULT_RULES, Actor, Canaries, ModelRule, PolicyModel
 from memdir import OWNER, MemoryService
-from memdir.core.model import Provenance
+from memdir.core.model import Provenance, Write
 from memdir.dreams import DreamConfig
 from memdir.storage.schema import proposals
 from memdir.transcripts.reader import Source as TranscriptSource
@@ -162,6 +162,16 @@ class _Writer:
         result = self.world.svc.delete(OWNER, STORE, path, provenance=self.prov())
         self.world.commit_ids.append(result.commit)
 
+    def together(self, paths: list[str]) -> None:
+        """One commit writing every path (new or not): a commit whose changes only some
+        callers may read — as a sync, an accepted proposal or a dream's draft makes."""
+        ops = [Write(p, self.content("batch"), if_match=self.sha.get((STORE, p)),
+                     if_absent=(STORE, p) not in self.sha) for p in paths]  # fmt: skip
+        result = self.world.svc.commit(OWNER, STORE, ops, provenance=self.prov())
+        self.world.commit_ids.append(result.commit)
+        for path, done in zip(paths, result.results, strict=True):
+            self.sha[STORE, path] = done.sha256
+
 
 def _files(world: World) -> None:
     """Every scope gets files; some get several versions, moves across scopes, a deletion."""
@@ -191,6 +201,16 @@ def _files(world: World) -> None:
     # from org into a private directory, and a deleted file
     w.rename(w.write(w.name("/org", "hide")), w.name("/org/private", "hidden"))
     w.delete(w.write(w.name(f"/projects/{p1}", "gone")))
+    # one commit across scopes, readable in part to most callers
+    w.together(
+        [
+            w.name(f"/projects/{p0}", "batch"),
+            w.name(f"/projects/{p0}/secret", "batch"),
+            w.name(f"/projects/{p1}", "batch"),
+            w.name("/org/private", "batch"),
+            moved,
+        ]
+    )
     # the second store, with files only some may read
     w.write(w.name(f"/projects/{p1}", "other"), world.second_store)
     w.write(w.name("/agents/a0", "other"), world.second_store)
