@@ -356,3 +356,26 @@ def test_screening_refusal_is_exit_7_and_purge(db: str) -> None:
     assert run(db, "log", "/users/ana/ssn.md").exit_code == 5
     _, commits = run_json(db, "log")
     assert commits[0]["reason"] == "purged the whole history of /users/ana/ssn.md"
+
+
+def test_every_verb_is_found_lazily_and_only_its_module_loads() -> None:
+    """The root group names each verb's module (VERBS); a verb imports only that module."""
+    from memdir.cli.main import VERBS
+
+    script = (
+        "import sys; from memdir.cli.main import cli; "
+        "cmd = cli.get_command(None, sys.argv[1]); assert cmd is not None, sys.argv[1]; "
+        "print(sorted(m for m in sys.modules if m.startswith(('memdir.cli.', 'memdir.service',"
+        " 'sqlalchemy', 'memdir.dream'))))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, "read"], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == str(
+        ["memdir.cli.app", "memdir.cli.files", "memdir.cli.main", "memdir.cli.output"]
+    )
+    registered = set(cli.load_all())  # type: ignore[attr-defined]
+    assert registered == set(VERBS), registered ^ set(VERBS)
+    for name, module in VERBS.items():
+        callback = cli.commands[name].callback
+        assert callback is not None and callback.__module__ == f"memdir.cli.{module}", name

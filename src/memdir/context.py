@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
-from dataclasses import dataclass
 
 import sqlalchemy as sa
 
@@ -33,6 +32,7 @@ from memdir.core.frontmatter import split_frontmatter
 from memdir.core.limits import check_int
 from memdir.core.model import Principal
 from memdir.core.paths import validate_path
+from memdir.core.results import StaleFile
 from memdir.proposals import visible
 from memdir.rows import utcnow
 from memdir.search.query import parse_query
@@ -46,21 +46,6 @@ __all__ = ["STALE_REASONS", "ContextMixin", "StaleFile"]
 STALE_REASONS = ("expired", "review-due", "unread", "contradicted")
 #: Search ranks context asks for with ``query`` (files beyond rank by recent use).
 _RANKED = 200
-
-
-@dataclass(frozen=True)
-class StaleFile:
-    """A file the stale report lists: why (``reasons``, each with ``details``), and who last
-    wrote it when, and when it was last read (None: no read recorded)."""
-
-    path: str
-    scope: str
-    scope_name: str
-    reasons: tuple[str, ...]
-    details: tuple[str, ...]
-    last_writer: str | None
-    updated_at: dt.datetime
-    last_read_at: dt.datetime | None
 
 
 def _name_check(what: str, value: str | None) -> None:
