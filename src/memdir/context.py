@@ -65,23 +65,9 @@ class ContextMixin(ServiceBase):
         """When a file read by path expired (None: it has not), from the content just read —
         the hot read path pays for no query (frontmatter is parsed only when it names
         ``expires``)."""
-        from memdir.core.frontmatter import parse_frontmatter, parse_when
+        from memdir.core.expiry import expired_at
 
-        now = utcnow()
-        if content.startswith("---") and "expires" in content[:4096]:
-            try:
-                front = parse_frontmatter(content)
-                when = parse_when("expires", front.expires, updated_at)
-            except InvalidInput:
-                return None
-            if when is not None:
-                return when if when <= now else None
-            if front.expires is not None:  # never
-                return None
-        if path.startswith("/tasks/") and self.task_expiry_days > 0:
-            when = updated_at + dt.timedelta(days=self.task_expiry_days)
-            return when if when <= now else None
-        return None
+        return expired_at(path, content, updated_at, self.task_expiry_days, utcnow())
 
     def _record_hits(self, repo: Repository, store_id: int, paths: Sequence[str]) -> None:
         """Record a read of each search hit (their file ids, in the search's transaction)."""

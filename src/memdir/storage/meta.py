@@ -18,6 +18,7 @@ from memdir.core.paths import descendant_range
 from memdir.core.ranges import readable_ranges
 from memdir.storage.repository import Repository, in_ranges
 from memdir.storage.schema import file_meta, heads
+from memdir.storage.statements import RECORD_READ
 
 __all__ = [
     "TASKS",
@@ -191,12 +192,6 @@ def record_reads(repo: Repository, reads: dict[tuple[int, int], dt.datetime]) ->
     if not reads:
         return 0
     enc = repo.dialect.encode_time
-    sql = (
-        "INSERT INTO file_reads (file_id, store_id, read_at) "
-        "SELECT f.id, f.store_id, ? FROM files f WHERE f.id = ? AND f.store_id = ? "
-        "ON CONFLICT (file_id) DO UPDATE SET read_at = excluded.read_at "
-        "WHERE excluded.read_at > file_reads.read_at"
-    )
     for (store_id, file_id), when in sorted(reads.items()):
-        repo.raw(sql, (enc(when), file_id, store_id))
+        repo.raw(RECORD_READ, (enc(when), file_id, store_id))
     return len(reads)
