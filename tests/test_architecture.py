@@ -149,3 +149,23 @@ def test_importing_the_sdk_loads_no_service_storage_or_dream_module() -> None:
     assert "memdir.sdk._base" in loaded
     bad = sorted(m for m in loaded if m.startswith(SDK_FORBIDDEN))
     assert not bad, f"import memdir.sdk loads {bad}"
+
+
+def test_screening_patterns_load_on_the_first_write_not_at_import(tmp_path: Path) -> None:
+    """Reads never compile the guard's patterns; the first write screens with them."""
+    script = (
+        "import sys, memdir\n"
+        f"svc = memdir.open('sqlite:///{tmp_path / 'm.db'}', create=True)\n"
+        "svc.create_store(memdir.OWNER, 'default', exist_ok=True)\n"
+        "svc.ls(memdir.OWNER, 'default', '/')\n"
+        "print(any(m.startswith('memdir.guard') for m in sys.modules))\n"
+        "try:\n"
+        "    svc.write(memdir.OWNER, 'default', '/a.md', 'AKIAIOSFODNN7EXAMPLE', if_absent=1)\n"
+        "except memdir.ScreeningRefused:\n"
+        "    print('refused')\n"
+        "print(any(m.startswith('memdir.guard') for m in sys.modules))\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.split() == ["False", "refused", "True"], proc.stdout
