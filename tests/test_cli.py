@@ -284,9 +284,17 @@ def test_cli_concurrent_increments_lose_nothing(db: str, tmp_path: Path) -> None
     script = tmp_path / "counter.py"
     script.write_text(COUNTER_SCRIPT)
     memdir = f"{sys.executable} -m memdir.cli"
+    # Each of the ~100 calls is a whole CLI process: let them share compiled bytecode, as an
+    # installed memdir does, instead of compiling every module anew when the environment
+    # forbids writing it beside the sources.
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), memdir, db, "25"], stdout=subprocess.PIPE, text=True
+            [sys.executable, str(script), memdir, db, "25"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for _ in range(2)
     ]
