@@ -92,7 +92,6 @@ def _read(
     from memdir.core.limits import MAX_INT64, check_int
     from memdir.core.model import FileView
     from memdir.core.paths import validate_path
-    from memdir.core.policy import POLICY_PATH
 
     connection.execute(f"PRAGMA busy_timeout={_BUSY_TIMEOUT_MS}")
     if not _schema_current(connection):
@@ -109,7 +108,9 @@ def _read(
 
     if principal.is_owner:
         row = connection.execute(READ_CURRENT_NO_POLICY, (path, app.store)).fetchone()
-    else:
+    else:  # the policy (and its YAML parser) is loaded only for a caller it binds
+        from memdir.core.policy import POLICY_PATH
+
         row = connection.execute(READ_CURRENT, (path, POLICY_PATH, app.store)).fetchone()
     if row is None or row[3] is None:
         return None
