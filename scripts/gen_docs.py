@@ -39,9 +39,12 @@ every verb takes `--json`, which prints one JSON document on stdout (errors as t
 
 def _walk(command: click.Command, path: list[str]) -> list[tuple[list[str], click.Command]]:
     found = [(path, command)]
-    if isinstance(command, click.Group):
-        for name in sorted(command.commands):
-            found.extend(_walk(command.commands[name], [*path, name]))
+    if isinstance(command, click.Group):  # the root group imports its verbs' modules lazily
+        ctx = click.Context(command, info_name=" ".join(path))
+        for name in sorted(command.list_commands(ctx)):
+            sub = command.get_command(ctx, name)
+            assert sub is not None, name
+            found.extend(_walk(sub, [*path, name]))
     return found
 
 

@@ -284,9 +284,17 @@ def test_cli_concurrent_increments_lose_nothing(db: str, tmp_path: Path) -> None
     script = tmp_path / "counter.py"
     script.write_text(COUNTER_SCRIPT)
     memdir = f"{sys.executable} -m memdir.cli"
+    # Each of the ~100 calls is a whole CLI process: let them share compiled bytecode, as an
+    # installed memdir does, instead of compiling every module anew when the environment
+    # forbids writing it beside the sources.
+    env = {**os.environ, "PYTHONPYCACHEPREFIX": str(tmp_path / "pycache")}
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
     procs = [
         subprocess.Popen(
-            [sys.executable, str(script), memdir, db, "25"], stdout=subprocess.PIPE, text=True
+            [sys.executable, str(script), memdir, db, "25"],
+            stdout=subprocess.PIPE,
+            text=True,
+            env=env,
         )
         for _ in range(2)
     ]
@@ -356,3 +364,157 @@ def test_screening_refusal_is_exit_7_and_purge(db: str) -> None:
     assert run(db, "log", "/users/ana/ssn.md").exit_code == 5
     _, commits = run_json(db, "log")
     assert commits[0]["reason"] == "purged the whole history of /users/ana/ssn.md"
+
+
+def test_every_verb_is_found_lazily_and_only_its_module_loads() -> None:
+    """The root group names each verb's module (VERBS); a verb imports only that module."""
+    from memdir.cli.main import VERBS
+
+    script = (
+        "import sys; from memdir.cli.main import cli; "
+        "cmd = cli.get_command(None, sys.argv[1]); assert cmd is not None, sys.argv[1]; "
+        "print(sorted(m for m in sys.modules if m.startswith(('memdir.cli.', 'memdir.service',"
+        " 'sqlalchemy', 'memdir.dream'))))"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", script, "read"], capture_output=True, text=True, check=True
+    )
+    assert proc.stdout.strip() == str(
+        ["memdir.cli.app", "memdir.cli.files", "memdir.cli.main", "memdir.cli.output"]
+    )
+    registered = set(cli.load_all())  # type: ignore[attr-defined]
+    assert registered == set(VERBS), registered ^ set(VERBS)
+    for name, module in VERBS.items():
+        callback = cli.commands[name].callback
+        assert callback is not None and callback.__module__ == f"memdir.cli.{module}", name
+
+
+def _both_paths(monkeypatch: pytest.MonkeyPatch, db: str, *args: str) -> tuple[Result, Result]:
+    """``memdir ARGS`` answered by the read fast path (the service may not open), then by
+    the service (the fast path switched off)."""
+    import memdir.cli.fast
+    from memdir.cli.app import App
+
+    def no_service(self: App, *, create: bool = False) -> None:
+        raise AssertionError("the fast path fell back to the service")
+
+    with monkeypatch.context() as patch:
+        patch.setattr(App, "service", no_service)
+        fast = run(db, *args)
+    with monkeypatch.context() as patch:
+        patch.setattr(memdir.cli.fast, "read_current", lambda *a: None)
+        slow = run(db, *args)
+    return fast, slow
+
+
+def test_read_fast_path_gives_the_service_bytes(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """`memdir read` without the service: the same stdout, stderr and exit code, for the
+    owner and a registered --as principal, with --json, --lines, -n and an expired file."""
+    run(db, "write", "/org/a.md", "--create", input="one\ntwo\nthree\n")
+    run(db, "write", "/org/old.md", "--create", input="---\nexpires: 2020-01-01\n---\nold\n")
+    assert run(db, "principal", "add", "agent:bot", "--project", "acme").exit_code == 0
+    for args in (
+        ("read", "/org/a.md"),
+        ("read", "/org/a.md", "--json"),
+        ("read", "/org/a.md", "--lines", "2-3", "-n"),
+        ("read", "/org/a.md", "--lines", "2-", "--json"),
+        ("read", "/org/old.md"),
+        ("read", "/org/old.md", "--json"),
+        ("--as", "agent:bot", "read", "/org/a.md", "--json"),
+    ):
+        fast, slow = _both_paths(monkeypatch, db, *args)
+        assert (fast.exit_code, fast.stdout, fast.stderr) == (
+            slow.exit_code, slow.stdout, slow.stderr,
+        ), args  # fmt: skip
+        assert fast.exit_code == 0 and fast.stdout, args
+    assert "expired 2020-01-01" in run(db, "read", "/org/old.md").stderr
+
+
+def test_read_fast_path_leaves_every_refusal_to_the_service(
+    db: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Missing, unreadable, unknown store or principal, bad path: the fast path answers
+    nothing, so the error is the service's own (the same bytes as with the fast path off)."""
+    import memdir.cli.fast
+
+    run(db, "write", "/projects/other/secret.md", "--create", input="s\n")
+    assert run(db, "principal", "add", "agent:bot", "--project", "acme").exit_code == 0
+    answered: list[object] = []
+    real = memdir.cli.fast.read_current
+
+    def spy(*args: Any) -> Any:
+        answered.append(real(*args))
+        return answered[-1]
+
+    monkeypatch.setattr(memdir.cli.fast, "read_current", spy)
+    cases = [
+        ("read", "/nothing.md"),
+        ("--as", "agent:bot", "read", "/projects/other/secret.md"),
+        ("--as", "agent:bot", "read", "/nothing.md"),
+        ("--as", "agent:nobody", "read", "/projects/other/secret.md"),
+        ("--store", "nope", "read", "/projects/other/secret.md"),
+        ("read", "relative.md"),
+        ("read", "/projects/other/secret.md", "--lines", "99999999999999999999"),
+    ]
+    for args in cases:
+        with_fast = run(db, *args)
+        with monkeypatch.context() as patch:
+            patch.setattr(memdir.cli.fast, "read_current", lambda *a: None)
+            without = run(db, *args)
+        assert with_fast.exit_code != 0, args
+        assert (with_fast.exit_code, with_fast.stdout, with_fast.stderr) == (
+            without.exit_code, without.stdout, without.stderr,
+        ), args  # fmt: skip
+    assert answered and all(a is None for a in answered)
+    unreadable = run(db, "--as", "agent:bot", "read", "/projects/other/secret.md")
+    assert unreadable.exit_code == 5
+    assert unreadable.stderr == run(db, "read", "/projects/other/nothing.md").stderr.replace(
+        "nothing", "secret"
+    )
+
+
+def test_read_fast_path_records_the_read(db: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The read time reaches file_reads in the format the service's read log writes."""
+    import datetime as dt
+    import sqlite3
+
+    import memdir.cli.fast
+
+    run(db, "write", "/org/a.md", "--create", input="x\n")
+    database = db.removeprefix("sqlite:///")
+    query = "SELECT file_id, store_id, read_at FROM file_reads"
+    before = dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    assert run(db, "read", "/org/a.md").stdout == "x\n"
+    with sqlite3.connect(database) as conn:
+        (fast,) = conn.execute(query).fetchall()
+    assert fast[:2] == (1, 1)
+    assert (
+        before <= dt.datetime.fromisoformat(fast[2]) <= dt.datetime.now(dt.UTC).replace(tzinfo=None)
+    )
+    monkeypatch.setattr(memdir.cli.fast, "read_current", lambda *a: None)
+    assert run(db, "read", "/org/a.md").stdout == "x\n"
+    with sqlite3.connect(database) as conn:
+        (slow,) = conn.execute(query).fetchall()
+    assert slow[:2] == fast[:2] and len(slow[2]) == len(fast[2]) and slow[2] >= fast[2]
+
+
+def test_read_fast_path_knows_the_schema_head() -> None:
+    from memdir.cli.fast import head_revision
+    from memdir.storage.schema import HEAD_REVISION
+
+    assert head_revision() == HEAD_REVISION
+
+
+def test_memdir_read_imports_no_service_or_sqlalchemy(db: str) -> None:
+    run(db, "write", "/org/a.md", "--create", input="x\n")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memdir.cli", "--db", db, "read", "/org/a.md"],
+        capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0 and proc.stdout == "x\n", proc.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "memdir.cli.fast" in loaded
+    heavy = sorted(
+        m for m in loaded if m.startswith(("sqlalchemy", "memdir.service", "memdir.dream"))
+    )
+    assert not heavy, heavy

@@ -30,7 +30,7 @@ def test_every_verb_is_in_the_reference() -> None:
     from memdir.cli.main import cli
 
     text = (ROOT / "docs" / "cli.md").read_text(encoding="utf-8")
-    for name in cli.commands:
+    for name in cli.load_all():
         assert f"## `memdir {name}`" in text
 
 

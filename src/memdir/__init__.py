@@ -10,8 +10,10 @@ Open a database and call the service as a principal::
     view = mem.read(memdir.OWNER, "default", "/org/rules.md")
 
 or reach a server (or a local database, in-process) with the SDK, ``memdir.Client`` and
-``memdir.AsyncClient`` (see ``docs/sdk.md``); they are imported on first use, so
-``import memdir`` does not import its HTTP client (httpx2).
+``memdir.AsyncClient`` (see ``docs/sdk.md``). The service, the database and the SDK are
+imported on first use (:func:`__getattr__`), so ``import memdir`` (and so every
+``import memdir.X``) loads only the error classes and the plain data types: a CLI verb or an
+SDK client pays for SQLAlchemy, the dream engine or httpx2 only when it uses them.
 """
 
 from __future__ import annotations
@@ -60,11 +62,11 @@ from memdir.core.model import (
     VersionInfo,
     Write,
 )
-from memdir.service import MemoryService
-from memdir.storage.database import Database
 
 if TYPE_CHECKING:
     from memdir.sdk import AsyncClient, Client
+    from memdir.service import MemoryService
+    from memdir.storage.database import Database
 
 __all__ = [
     "OWNER",
@@ -114,11 +116,17 @@ __all__ = [
 
 __version__ = "0.1.0"
 
-_LAZY = {"Client": "memdir.sdk", "AsyncClient": "memdir.sdk"}
+_LAZY = {
+    "Client": "memdir.sdk",
+    "AsyncClient": "memdir.sdk",
+    "MemoryService": "memdir.service",
+    "Database": "memdir.storage.database",
+}
 
 
 def __getattr__(name: str) -> Any:
-    """The SDK clients, imported on first access (they need httpx2; the store does not)."""
+    """The SDK clients, the service and the database, imported on first access: the SDK
+    needs httpx2, the service SQLAlchemy and the dream engine; a caller of neither loads none."""
     if name in _LAZY:
         import importlib
 
@@ -131,6 +139,8 @@ def __getattr__(name: str) -> Any:
 def open(url: str, *, create: bool = False, max_file_bytes: int | None = None) -> MemoryService:
     """Open (or with ``create=True`` create and migrate) a database and return its service."""
     from memdir.core.content import DEFAULT_MAX_BYTES
+    from memdir.service import MemoryService
+    from memdir.storage.database import Database
 
     database = Database(url, create=create)
     return MemoryService(database, max_file_bytes=max_file_bytes or DEFAULT_MAX_BYTES)

@@ -27,6 +27,7 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from memdir.core.errors import Forbidden, NotFound
 from memdir.core.globs import compile_glob, literal_prefix
@@ -40,7 +41,9 @@ from memdir.core.policy import (
     parse_policy,
 )
 from memdir.core.ranges import ReadScope, intersect_prefixes
-from memdir.storage.repository import Repository
+
+if TYPE_CHECKING:  # the CLI's read fast path decides access without SQLAlchemy
+    from memdir.storage.repository import Repository
 
 __all__ = [
     "DATABASE",

@@ -46,7 +46,7 @@ from memdir.core.model import CommitResult, Operation, OpResult, Principal, Prov
 from memdir.core.policy import Decision, Policy
 from memdir.reads import ReadLog
 from memdir.rows import utcnow
-from memdir.screening import Screen, Screened, screen_operations
+from memdir.screening import Screen, Screened, default_screen, screen_operations
 from memdir.storage.database import Database
 from memdir.storage.meta import expired_paths
 from memdir.storage.repository import DirectoryCounts, Repository, Row
@@ -101,11 +101,7 @@ class ServiceBase:
         self.max_transcript_bytes = max_transcript_bytes
         self._policies = PolicyCache()
         self._dir_counts = DirectoryCounts()
-        if screen is None:
-            from memdir.guard import screen as default_screen
-
-            screen = default_screen
-        self._screen = screen
+        self._screen = default_screen if screen is None else screen  # guard loaded on first use
 
     def close(self) -> None:
         """Flush pending read times and close the database."""

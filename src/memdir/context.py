@@ -23,7 +23,6 @@ import datetime as dt
 import logging
 from collections import Counter
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
 
 import sqlalchemy as sa
 
@@ -42,6 +41,7 @@ from memdir.core.frontmatter import split_frontmatter
 from memdir.core.limits import check_int
 from memdir.core.model import Principal
 from memdir.core.paths import validate_path
+from memdir.core.results import StaleFile
 from memdir.proposals import visible
 from memdir.rows import utcnow
 from memdir.search.query import parse_query
@@ -58,21 +58,6 @@ __all__ = ["STALE_REASONS", "ContextMixin", "StaleFile"]
 STALE_REASONS = ("expired", "review-due", "unread", "contradicted")
 #: Search ranks context asks for with ``query`` (files beyond rank by recent use).
 _RANKED = 200
-
-
-@dataclass(frozen=True)
-class StaleFile:
-    """A file the stale report lists: why (``reasons``, each with ``details``), and who last
-    wrote it when, and when it was last read (None: no read recorded)."""
-
-    path: str
-    scope: str
-    scope_name: str
-    reasons: tuple[str, ...]
-    details: tuple[str, ...]
-    last_writer: str | None
-    updated_at: dt.datetime
-    last_read_at: dt.datetime | None
 
 
 def _name_check(what: str, value: str | None) -> None:
@@ -92,23 +77,9 @@ class ContextMixin(ServiceBase):
         """When a file read by path expired (None: it has not), from the content just read —
         the hot read path pays for no query (frontmatter is parsed only when it names
         ``expires``)."""
-        from memdir.core.frontmatter import parse_frontmatter, parse_when
+        from memdir.core.expiry import expired_at
 
-        now = utcnow()
-        if content.startswith("---") and "expires" in content[:4096]:
-            try:
-                front = parse_frontmatter(content)
-                when = parse_when("expires", front.expires, updated_at)
-            except InvalidInput:
-                return None
-            if when is not None:
-                return when if when <= now else None
-            if front.expires is not None:  # never
-                return None
-        if path.startswith("/tasks/") and self.task_expiry_days > 0:
-            when = updated_at + dt.timedelta(days=self.task_expiry_days)
-            return when if when <= now else None
-        return None
+        return expired_at(path, content, updated_at, self.task_expiry_days, utcnow())
 
     def _record_hits(self, repo: Repository, store_id: int, paths: Sequence[str]) -> None:
         """Record a read of each search hit (their file ids, in the search's transaction)."""

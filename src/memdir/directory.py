@@ -12,46 +12,16 @@ content of the versions it writes, checked readable one by one.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Literal
 
 from memdir.access import Access
 from memdir.base import ServiceBase
 from memdir.core.limits import check_int
 from memdir.core.model import Principal
 from memdir.core.paths import normalize_prefix, validate_path
+from memdir.core.results import MAX_CHECKOUT_PAGE, CheckoutFile, CheckoutPage, Rights
 from memdir.storage.repository import Repository, Row
 
-__all__ = ["CheckoutFile", "CheckoutPage", "DirectoryMixin"]
-
-#: ``write``: a change applies directly; ``propose``: it becomes a proposal (propose-only
-#: rights, or a protected file); ``read``: the caller may not change the file at all.
-Rights = Literal["write", "propose", "read"]
-MAX_CHECKOUT_PAGE = 1000
-
-
-@dataclass(frozen=True)
-class CheckoutFile:
-    """One live file as a checkout sees it (``content`` None when not asked for)."""
-
-    path: str
-    sha256: str
-    version: int
-    size: int
-    rights: Rights
-    content: str | None = None
-
-
-@dataclass(frozen=True)
-class CheckoutPage:
-    """Files after a path, in path order, read in one snapshot at store ``revision``.
-
-    ``next_after`` is the path to pass back as ``after`` for the next page (None: the last).
-    """
-
-    revision: int
-    files: tuple[CheckoutFile, ...]
-    next_after: str | None
+__all__ = ["MAX_CHECKOUT_PAGE", "CheckoutFile", "CheckoutPage", "DirectoryMixin", "Rights"]
 
 
 class DirectoryMixin(ServiceBase):

@@ -59,6 +59,7 @@ from memdir.core.dream_options import DEFAULTS
 from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, NotFound
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Principal, Provenance
+from memdir.core.results import DreamRun
 from memdir.dream.engine import Engine, EngineConfig, EngineResult
 from memdir.dream.model import Draft, MemoryFile, Session, Signal, Thresholds
 from memdir.dream.placement import Audience
@@ -179,32 +180,6 @@ class DreamConfig:
             miners=tuple(miners) if miners is not None else None,
             dry_run=bool(data.get("dry_run")),
         )
-
-
-@dataclass(frozen=True)
-class DreamRun:
-    """A run as its principal and administrators see it."""
-
-    id: str
-    store: str
-    principal: str
-    status: str
-    revision: int
-    selection: dict[str, Any]
-    config: dict[str, Any]
-    selected: int
-    processed: int
-    usage: dict[str, Any] | None
-    report: dict[str, Any] | None
-    error: str | None
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    finished_at: dt.datetime | None
-    #: ids of the proposals the run queued (from its report)
-    proposals: tuple[str, ...] = ()
-    #: Why the report, counts and proposal ids are left out (None when they are shown): the
-    #: run read transcripts the viewer may not read now (see the module docstring).
-    withheld: str | None = None
 
 
 WITHHELD: Final = (

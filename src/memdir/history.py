@@ -28,6 +28,7 @@ from memdir.core.model import (
 )
 from memdir.core.paths import normalize_prefix, validate_path
 from memdir.core.regex import GrepPattern, compile_grep, required_literals
+from memdir.core.results import RedactionPlan
 from memdir.rows import aware, utcnow, version_info, view
 from memdir.storage.repository import Repository, Row
 from memdir.writer import CommitWriter
@@ -62,15 +63,6 @@ class CommitDetail:
 
     commit: CommitInfo
     changes: tuple[CommitChange, ...]
-
-
-@dataclass(frozen=True)
-class RedactionPlan:
-    """What a redaction removes: every version holding the content, listed before it is done."""
-
-    sha256: str
-    versions: tuple[VersionInfo, ...]
-    done: bool
 
 
 class HistoryMixin(ServiceBase):

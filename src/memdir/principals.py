@@ -15,7 +15,6 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import secrets
-from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,6 +25,7 @@ from memdir.core.errors import Conflict, Forbidden, InvalidInput, NotFound, Unau
 from memdir.core.globs import compile_glob
 from memdir.core.model import OWNER, Principal, TokenScope
 from memdir.core.policy import ACTIONS
+from memdir.core.results import PrincipalInfo, TokenInfo
 from memdir.rows import aware, utcnow
 from memdir.storage.schema import principals, tokens
 
@@ -37,32 +37,6 @@ TOKEN_PREFIX = "mdr_"
 def hash_token(token: str) -> str:
     """What the database stores of a token: the lowercase hex SHA-256 of its text."""
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
-
-
-@dataclass(frozen=True)
-class PrincipalInfo:
-    id: str
-    kind: str
-    groups: tuple[str, ...]
-    projects: tuple[str, ...]
-    tasks: tuple[str, ...]
-    acts_for: str | None
-    created_at: dt.datetime | None  # None for the database owner, which is never registered
-
-
-@dataclass(frozen=True)
-class TokenInfo:
-    """A token's metadata; ``token`` (the secret) is set only in the result of creation."""
-
-    id: str
-    principal: str
-    name: str | None
-    paths: tuple[str, ...]
-    actions: tuple[str, ...]
-    created_at: dt.datetime
-    expires_at: dt.datetime | None
-    revoked_at: dt.datetime | None
-    token: str | None = None
 
 
 def _principal(row: Any, scope: TokenScope | None = None) -> Principal:

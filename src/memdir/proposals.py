@@ -29,12 +29,11 @@ accept runs.
 
 from __future__ import annotations
 
-import datetime as dt
 import hashlib
 import json
 import uuid
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any
 
 import sqlalchemy as sa
@@ -57,6 +56,7 @@ from memdir.core.model import (
     Write,
     operation_from_dict,
 )
+from memdir.core.results import Proposal
 from memdir.evidence import verify_evidence
 from memdir.rows import aware, utcnow
 from memdir.screening import verdict
@@ -78,31 +78,6 @@ __all__ = [
 
 ORIGINS = ("agent", "quarantine", "dream")
 STATUSES = ("open", "accepted", "rejected", "conflicted", "superseded")
-
-
-@dataclass(frozen=True)
-class Proposal:
-    id: str
-    store: str
-    author: str
-    origin: str
-    status: str
-    operations: tuple[dict[str, Any], ...]
-    paths: tuple[str, ...]
-    rationale: str | None
-    evidence: Any
-    statistics: Any
-    findings: Any
-    notes: tuple[dict[str, Any], ...]
-    created_at: dt.datetime
-    updated_at: dt.datetime
-    reviewer: str | None
-    reviewed_at: dt.datetime | None
-    review_comment: str | None
-    commit: str | None
-    run: str | None = None
-    #: A digest of the operations and findings: what a reviewer saw (see the module docstring).
-    revision: str = ""
 
 
 def operation_paths(op: Operation) -> list[str]:

@@ -32,9 +32,18 @@ from memdir.core.errors import ScreeningRefused
 from memdir.core.model import Insert, Operation, Provenance, Rename, StrReplace, Write
 from memdir.core.policy import Policy
 
-__all__ = ["FIELDS", "Screened", "Verdict", "screen_operations", "verdict"]
+__all__ = ["FIELDS", "Screened", "Verdict", "default_screen", "screen_operations", "verdict"]
 
 Screen = Callable[..., Sequence[Any]]
+
+
+def default_screen(content: str, *, path: str, source_kind: str | None = None) -> Sequence[Any]:
+    """:func:`memdir.guard.screen`, imported on the first text screened: the guard's patterns
+    compile at its import, which a process that only reads (a CLI read, a search) never pays."""
+    from memdir.guard import screen
+
+    return screen(content, path=path, source_kind=source_kind)
+
 
 #: What a finding was found in -> how messages name it (``content`` and ``path`` name the path).
 FIELDS: Final = {

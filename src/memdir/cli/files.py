@@ -94,7 +94,13 @@ def read(app: App, path: str, version: int | None, lines: str | None, number: bo
     from memdir.core.edits import numbered
 
     span = _parse_lines(lines)
-    view = app.service().read(app.principal, app.store, path, version=version, lines=span)
+    view = None
+    if version is None:  # the common case, answered without the service when it can be
+        from memdir.cli.fast import read_current
+
+        view = read_current(app, path, span)
+    if view is None:
+        view = app.service().read(app.principal, app.store, path, version=version, lines=span)
     if view.expired_at is not None and not app.as_json:
         click.echo(
             f"memdir: {view.path} expired {view.expired_at.isoformat()}; it is hidden from "

@@ -2,11 +2,18 @@
 
 Global options go before the verb: ``memdir [--db URL] [--store NAME] [--as PRINCIPAL] VERB``.
 Every verb takes ``--json``. See ``docs/cli.md`` (generated from this code) for the reference.
+
+Start-up is part of every call an agent makes, so a verb loads only what it needs: the root
+group knows each verb's module by name (:data:`VERBS`) and imports it when the verb is
+invoked (or listed, by ``--help``); the verb modules import the service, SQLAlchemy and the
+dream engine inside their functions. ``memdir read`` never imports ``memdir serve``'s server.
 """
 
 from __future__ import annotations
 
+import importlib
 import sys
+from collections.abc import MutableMapping
 
 import click
 
@@ -14,10 +21,56 @@ from memdir.cli.app import App
 from memdir.cli.output import fail
 from memdir.core.errors import MemdirError
 
-__all__ = ["main"]
+__all__ = ["VERBS", "LazyGroup", "cli", "main"]
+
+#: Every top-level verb (or verb group) and the module under ``memdir.cli`` that registers it
+#: on :data:`cli` when imported (``tests/test_cli.py`` checks that the two agree).
+VERBS: dict[str, str] = {
+    "init": "admin", "migrate": "admin", "store": "admin", "backup": "admin",
+    "export": "admin", "import": "admin",
+    "ls": "browse", "glob": "browse", "grep": "browse", "search": "browse",
+    "context": "context", "stale": "context",
+    "checkout": "directory", "sync": "directory",
+    "dream": "dream",
+    "read": "files", "write": "files", "edit": "files", "insert": "files", "rm": "files",
+    "mv": "files", "commit": "files",
+    "principal": "governance", "token": "governance", "policy": "governance",
+    "purge": "governance",
+    "mcp": "mcp_cmd",
+    "log": "past", "diff": "past", "revert": "past", "redact": "past",
+    "propose": "review", "proposals": "review",
+    "serve": "serve",
+    "transcripts": "transcripts",
+}  # fmt: skip
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class LazyGroup(click.Group):
+    """A group whose verbs register themselves when their module is first imported.
+
+    ``get_command`` imports the one module a verb lives in; ``list_commands`` names every
+    verb without importing any, so usage errors and dispatch cost one module import.
+    """
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(set(self.commands) | set(VERBS))
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        module = VERBS.get(cmd_name)
+        if cmd_name not in self.commands and module is not None:
+            importlib.import_module(f"memdir.cli.{module}")
+        return self.commands.get(cmd_name)
+
+    def load_all(self) -> MutableMapping[str, click.Command]:
+        """Import every verb module; returns :attr:`commands`, now complete."""
+        for module in sorted(set(VERBS.values())):
+            importlib.import_module(f"memdir.cli.{module}")
+        return self.commands
+
+
+@click.group(
+    cls=LazyGroup,
+    context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+)
 @click.option(
     "--db",
     metavar="URL",
@@ -55,26 +108,6 @@ def cli(ctx: click.Context, db: str | None, store: str | None, as_principal: str
     except MemdirError as error:
         sys.exit(fail(False, error))
     ctx.obj = App(settings=settings, as_principal=as_principal)
-
-
-def _register() -> None:
-    from memdir.cli import (  # noqa: F401  (verbs register on import)
-        admin,
-        browse,
-        context,
-        directory,
-        dream,
-        files,
-        governance,
-        mcp_cmd,
-        past,
-        review,
-        serve,
-        transcripts,
-    )
-
-
-_register()
 
 
 def main() -> None:

@@ -40,9 +40,7 @@ from memdir.core.model import (
 )
 from memdir.core.paths import normalize_prefix, validate_path
 from memdir.core.policy import Decision
-from memdir.history import RedactionPlan
-from memdir.principals import PrincipalInfo, TokenInfo
-from memdir.proposals import Proposal
+from memdir.core.results import PrincipalInfo, Proposal, RedactionPlan, TokenInfo
 from memdir.sdk._local import LOCAL_URL, LocalApp, open_local
 from memdir.sdk._wire import Call, Plan, Sleep, backoff, from_json, single, whole_seconds
 from memdir.sdk._wire import fresh_key as _fresh_key

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from memdir.directory import MAX_CHECKOUT_PAGE, CheckoutFile, CheckoutPage, Rights
+from memdir.core.results import MAX_CHECKOUT_PAGE, CheckoutFile, CheckoutPage, Rights
 from memdir.sdk._base import _BaseClient
 from memdir.sdk._wire import Call, Plan
 from memdir.sdk._wire import parser as _parser

@@ -9,8 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from memdir.context import StaleFile
 from memdir.core.context import DEFAULT_BUDGET
+from memdir.core.results import StaleFile
 from memdir.sdk._base import _BaseClient
 from memdir.sdk._wire import Call, Plan, single
 from memdir.sdk._wire import json_body as _json

@@ -17,7 +17,7 @@ import httpx2
 
 from memdir.core.dream_options import DEFAULTS as D
 from memdir.core.model import CommitResult
-from memdir.dreams import DreamRun
+from memdir.core.results import DreamRun
 from memdir.sdk._base import _BaseClient
 from memdir.sdk._wire import Call, Plan, from_json, single
 from memdir.sdk._wire import json_body as _json

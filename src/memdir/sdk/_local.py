@@ -16,8 +16,6 @@ it never leaves the process.
 
 from __future__ import annotations
 
-import hmac
-import secrets
 import threading
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
@@ -26,44 +24,17 @@ import anyio
 import httpx2
 from anyio.from_thread import BlockingPortal
 
-from memdir.core.errors import InvalidInput, NotFound, Unauthenticated
-from memdir.core.model import OWNER, Principal
-from memdir.service import MemoryService
+from memdir.core.errors import InvalidInput
+from memdir.core.model import OWNER
 
 if TYPE_CHECKING:
     from fastapi import FastAPI
 
-__all__ = ["LocalApp", "LocalService", "SyncASGITransport", "open_local"]
+    from memdir.sdk._local_service import LocalService
+
+__all__ = ["LocalApp", "SyncASGITransport", "open_local"]
 
 LOCAL_URL = "http://memdir.local"
-
-
-class LocalService(MemoryService):
-    """The service, accepting one extra bearer secret that stands for a chosen principal."""
-
-    _secret: str = ""
-    _acting: str = "owner"
-
-    def act_as(self, principal_id: str) -> str:
-        """Make a fresh secret stand for ``principal_id`` (checked now); return the secret."""
-        self.resolve(principal_id)
-        self._acting = principal_id
-        self._secret = "local_" + secrets.token_urlsafe(32)
-        return self._secret
-
-    def authenticate(self, token: str) -> Principal:
-        if self._secret and hmac.compare_digest(token.encode(), self._secret.encode()):
-            if self._acting == OWNER.id:
-                return OWNER
-            try:
-                return self.resolve(self._acting)
-            except NotFound:
-                raise Unauthenticated(
-                    f"principal {self._acting} no longer exists; open the client as another "
-                    "principal",
-                    principal=self._acting,
-                ) from None
-        return super().authenticate(token)
 
 
 @dataclass
@@ -93,6 +64,7 @@ def open_local(
     """Open ``db`` and build the app; with ``create``, create and migrate it and the store."""
     from memdir.api import create_app
     from memdir.api.settings import ApiSettings
+    from memdir.sdk._local_service import LocalService
     from memdir.settings import Settings
     from memdir.storage.database import Database
 

@@ -27,6 +27,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from memdir.core.errors import BackendError, Conflict, InvalidInput
 from memdir.storage.schema import HEAD_REVISION
+from memdir.storage.statements import READ_CURRENT, READ_CURRENT_NO_POLICY
 
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator, Sequence
@@ -36,23 +37,6 @@ if TYPE_CHECKING:
     from memdir.storage.repository import Repository
 
 __all__ = ["Database", "Dialect", "normalize_url"]
-
-_READ_CURRENT = (
-    "SELECT s.id, s.archived_at, p.sha256, h.path, h.file_id, h.version, h.sha256, h.size, "
-    "h.revision, h.updated_at, b.content FROM stores s "
-    "LEFT JOIN heads h ON h.store_id = s.id AND h.path = ? "
-    "LEFT JOIN blobs b ON b.store_id = s.id AND b.sha256 = h.sha256 "
-    "LEFT JOIN heads p ON p.store_id = s.id AND p.path = ? "
-    "WHERE s.name = ?"
-)
-# The same without the policy lookup, for callers that need no policy (the database owner).
-_READ_CURRENT_NO_POLICY = (
-    "SELECT s.id, s.archived_at, NULL, h.path, h.file_id, h.version, h.sha256, h.size, "
-    "h.revision, h.updated_at, b.content FROM stores s "
-    "LEFT JOIN heads h ON h.store_id = s.id AND h.path = ? "
-    "LEFT JOIN blobs b ON b.store_id = s.id AND b.sha256 = h.sha256 "
-    "WHERE s.name = ?"
-)
 
 
 class Dialect(Protocol):
@@ -291,9 +275,9 @@ class Database:
         cursor = connection.cursor()
         try:
             if policy_path is None:
-                cursor.execute(self.dialect.sql(_READ_CURRENT_NO_POLICY), (path, store))
+                cursor.execute(self.dialect.sql(READ_CURRENT_NO_POLICY), (path, store))
             else:
-                cursor.execute(self.dialect.sql(_READ_CURRENT), (path, policy_path, store))
+                cursor.execute(self.dialect.sql(READ_CURRENT), (path, policy_path, store))
             row = cursor.fetchone()
         finally:
             with suppress(Exception):  # a cursor of a dead connection may not close cleanly

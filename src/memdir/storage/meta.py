@@ -15,6 +15,7 @@ from memdir.core.frontmatter import Described
 from memdir.core.paths import descendant_range
 from memdir.core.ranges import PathRange, readable_ranges
 from memdir.storage.repository import Repository
+from memdir.storage.statements import RECORD_READ
 
 __all__ = [
     "TASKS",
@@ -194,15 +195,9 @@ def record_reads(repo: Repository, reads: dict[tuple[int, int], dt.datetime]) ->
     if not reads:
         return 0
     enc = repo.dialect.encode_time
-    sql = (
-        "INSERT INTO file_reads (file_id, store_id, read_at) "
-        "SELECT f.id, f.store_id, ? FROM files f WHERE f.id = ? AND f.store_id = ? "
-        "ON CONFLICT (file_id) DO UPDATE SET read_at = excluded.read_at "
-        "WHERE excluded.read_at > file_reads.read_at"
-    )
     rows = [(enc(when), file_id, store_id) for (store_id, file_id), when in sorted(reads.items())]
     # one batched statement on the driver cursor: a flush costs one round of the batch, not
     # a Python-level call per file, so the read that triggers it is not the one that pays
     cursor = repo.conn.connection.driver_connection.cursor()  # type: ignore[union-attr]
-    cursor.executemany(repo.dialect.sql(sql), rows)
+    cursor.executemany(repo.dialect.sql(RECORD_READ), rows)
     return len(reads)

@@ -33,6 +33,7 @@ from memdir.core.ranges import PathRange
 from memdir.search.fts5 import TOKENIZER, compile_match, compile_term
 from memdir.search.query import Query
 from memdir.search.rank import BODY_WEIGHT, PATH_WEIGHT, top
+from memdir.storage.statements import TIME_FORMAT
 
 __all__ = ["SYNCHRONOUS", "SQLiteDialect", "create_fts_table", "fts_table", "fts_tables"]
 
@@ -168,7 +169,7 @@ class SQLiteDialect:
         """SQLAlchemy's SQLite DateTime format, in UTC."""
         if value is None:
             return None
-        return value.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M:%S.%f")
+        return value.astimezone(dt.UTC).strftime(TIME_FORMAT)
 
     def decode_time(self, value: Any) -> Any:
         if isinstance(value, str):
