@@ -195,12 +195,14 @@ _TRIGGERS: Final = (
     "fix any", "flake8", "long", "truncat", "clip", "cut", "shorten", "exceed", "timed out",
     "timeout", "limit", "maximum", "exit_", "continu", "keep working", "never ask", "warn",
     "error", "overload", "unavailable", "connection",)  # fmt: skip
+#: :data:`_TRIGGERS` as one pattern: a single scan of the text instead of one per word.
+_TRIGGER: Final = re.compile("|".join(re.escape(word) for word in _TRIGGERS))
 
 
 def _first(text: str, *, message: bool) -> tuple[int, str] | None:
     """(offset, kind) of the first feedback match in ``text`` (lines joined by newlines)."""
     lower = text.lower()
-    if not any(word in lower for word in _TRIGGERS):
+    if _TRIGGER.search(lower) is None:
         return None
     for match in _ANY.finditer(lower):
         kind = match.lastgroup
