@@ -88,7 +88,7 @@ def _meta(text: str | None) -> dict[str, Any]:
 
 
 PAGE: Final = 100
-CHECKPOINT_EVERY: Final = 500
+CHECKPOINT_EVERY: Final = 2_000
 CHECKPOINT_SECONDS: Final = 10.0
 RUN_STATUSES: Final = ("running", "interrupted", "failed", "finished")
 
