@@ -258,7 +258,7 @@ def _result_body(event: Event, call: Call) -> str:
     """A result with the failure rules' outcome (``error``, ``ok``, ``probe``, ``no-match``,
     ``tests-failed``, ``rejected``), its exit code, and for a tool error the signature the
     offline engine files it under (a traceback's final exception, the informative line)."""
-    status = call.outcome
+    status: str = call.outcome
     code = exit_code_of(event)
     if code is not None:
         status += f", exit {code}"

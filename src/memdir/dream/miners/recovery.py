@@ -381,19 +381,19 @@ class RecoveryMiner:
             )
         for failed, setup, retried in find_prerequisites(calls_of(session, self.rules)):
             error = error_line(failed.result.output if failed.result else None)
-            change = f"run `{setup.literal}` first"
-            side = " ".join(mask_tokens(error)) if error else f"+{setup.norm}"
+            needed = f"run `{setup.literal}` first"
+            masked = " ".join(mask_tokens(error)) if error else f"+{setup.norm}"
             last = retried.result_index if retried.result_index is not None else retried.index
             yield Signal(
                 miner=self.name,
                 # one cause, one pattern: the failing side is the masked error, each
                 # prerequisite seen for it a variant
-                key=bounded_key(f"{failed.name}|{failed.words}|{side}"),
+                key=bounded_key(f"{failed.name}|{failed.words}|{masked}"),
                 subject={
                     "tool": failed.name,
                     "failed": failed.literal,
                     "fixed": setup.literal,
-                    "change": change,
+                    "change": needed,
                     "error": error[:200],
                     "then": retried.literal,
                 },
@@ -406,5 +406,5 @@ class RecoveryMiner:
                     f"{failed.name}: {failed.literal}\n-> {error}\n{setup.name}: "
                     f"{setup.literal}\n-> ok\n{retried.name}: {retried.literal}\n-> ok",
                 ),
-                variant=change,
+                variant=needed,
             )
