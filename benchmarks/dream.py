@@ -151,9 +151,9 @@ def _sessions(svc: Any, timer: list[float]) -> Iterator[Session]:
         timer[0] += time.perf_counter() - start
         for info in page.items:
             start = time.perf_counter()
-            events = svc.get_transcript(OWNER, STORE, info.id).events
+            view = svc.get_transcript(OWNER, STORE, info.id)
             timer[0] += time.perf_counter() - start
-            yield Session(info, events)
+            yield Session(info, view.events, view.meta)  # with its task, as a run reads it
         if page.next_cursor is None:
             return
         cursor = page.next_cursor

@@ -425,13 +425,8 @@ def test_offline_engine_finds_the_planted_patterns(proposed: list[Pattern], flee
 
 #: Shapes today's engine gets wrong, by root cause (the marker goes when the cause is fixed).
 SHAPES_FAILING: dict[str, str] = {
-    "no-such-table": "the draft names no fix: the migration after which the same script worked "
-    "is not linked to the failure",
-    "format-error": "harness feedback in user turns reaches no miner",
-    "refund-over-limit": "no contrast of failed and successful sessions: a policy violation "
-    "whose call succeeds is missed",
-    "python-no-pytest": "the draft names no fix: the install after which the same call worked "
-    "is not linked to the failure",
+    "refund-over-limit": "no contrast of failed and successful sessions: the fleet's chat "
+    "sessions are one trial of one task each, and a refund's amount is masked to <num>",
 }
 
 

@@ -163,7 +163,7 @@ def test_anthropic_review_and_write_end_to_end(anthropic_api: FakeAnthropic) -> 
     # One finding per failing session (t0, t2, t4), same key, evidence from the real events.
     assert [i.id for i, _ in found] == ["t0", "t2", "t4"]
     keys = {s.key for _, s in found}
-    assert keys == {slug("bash fails: error: --frozen conflicts with lockfile (N pkgs)")}
+    assert keys == {slug("bash fails: --frozen conflicts with lockfile (N pkgs)")}
     for transcript, signal in found:
         assert signal.miner == "model" and signal.subject["kind"] == "tool_error"
         assert signal.excerpt is not None
@@ -637,3 +637,82 @@ def test_the_model_sdks_are_imported_only_when_a_model_is_built() -> None:
         "assert 'openai' in sys.modules and 'anthropic' not in sys.modules"
     )
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# --- what the model reads is what the miners read; it is asked for the fix ------------------
+
+SCRIPT = "import sqlite3\nprint(sqlite3.connect('app.db').execute('SELECT * FROM users'))"
+TRACE = (
+    "Traceback (most recent call last):\n"
+    + "".join(f'  File "/usr/lib/python3.11/m{i}.py", line {i}, in f{i}\n    g{i}()\n'
+              for i in range(40))
+    + "sqlite3.OperationalError: no such table: users"
+)  # fmt: skip
+
+
+def migrating_session(tid: str) -> Session:
+    """mini-swe-agent shaped: a heredoc-written script, outputs wrapped without exit codes, a
+    long traceback; the migration after which the same call works is the fix."""
+
+    def bash(n: int, command: str, output: str, code: int) -> list[Event]:
+        wrapped = f"<returncode>{code}</returncode>\n<output>\n{output}\n</output>"
+        return [Event("tool_call", name="bash", call_id=f"c{n}", input={"command": command}),
+                Event("tool_result", name="bash", call_id=f"c{n}", output=wrapped)]  # fmt: skip
+
+    return Session(info(tid), [
+        Event("message", role="user", text="Reproduce the crash."),
+        *bash(1, f"cat <<'EOF' > reproduce.py\n{SCRIPT}\nEOF", "", 0),
+        *bash(2, "python reproduce.py", TRACE, 1),
+        *bash(3, "python manage.py migrate", "Applying app.0001_initial... OK", 0),
+        *bash(4, "python reproduce.py", "[]", 0),
+    ])  # fmt: skip
+
+
+@pytest.mark.parametrize("backend", ["anthropic", "openai"])
+def test_the_model_reads_the_cleaned_calls_and_its_fix_lands_in_the_draft(backend: str) -> None:
+    from memdir.dream.engine import Engine, EngineConfig
+    from memdir.dream.model import Thresholds
+
+    server: FakeServer = FakeAnthropic() if backend == "anthropic" else FakeOpenAI()
+    sessions = [migrating_session(f"m{i}") for i in range(3)]
+    with server:
+        if isinstance(server, FakeAnthropic):
+            port: ModelPort = anthropic_port(server)
+        else:
+            port = model_from_spec(f"openai:m@{server.url}/v1", env={})  # type: ignore[assignment]
+        assistant = Assistant(port, batch_size=3)
+        found = assistant.review(sessions, MEMORY)
+        [record] = server.requests
+        system, data = split_prompt(server, record)
+
+        # The same cleaned events and signatures as the offline engine: the command as run,
+        # what it writes, the outcome, the exit code from the wrapper, the final exception.
+        assert "[1] tool_call bash $ cat (writes reproduce.py; 1 heredoc body left out)" in data
+        assert "[3] tool_call bash $ python reproduce.py" in data
+        assert (
+            "[4] tool_result bash (error, exit 1) signature: sqlite3.OperationalError: "
+            "no such table: 'users'" in data
+        )
+        assert "[6] tool_result bash (ok, exit 0): Applying app.0001_initial... OK" in data
+        for raw in ("<returncode>", "<output>", "<<'EOF'", "import sqlite3", "> reproduce.py"):
+            assert raw not in data, raw
+        # The prompt asks for the fix the evidence shows, and the schema has a place for it.
+        assert "the fix the evidence shows" in system and "never invent" in system
+        assert '"fix"' in json.dumps(record.body)
+
+        # The model's fix becomes the pattern's and lands in the draft, through the rewrite.
+        assert [s.subject.get("fix") for _, s in found] == ["python manage.py migrate"] * 3
+        spans = {(s.excerpt.first_event, s.excerpt.last_event) for _, s in found if s.excerpt}
+        assert spans == {(3, 6)}  # the failing call through the fix's result
+        engine = Engine(EngineConfig(Thresholds(min_sessions=2, min_prevalence=0.0)), [], T0)
+        for one in sessions:
+            engine.add(one)
+        for transcript, signal in found:
+            engine.add_signals(transcript, [signal])
+        [model_draft] = [d for d in engine.finish().drafts if d.pattern.miner == "model"]
+        [written] = assistant.write([model_draft], MEMORY)
+    [text] = [op.content for op in written.operations if isinstance(op, Write)]
+    assert "Fix the sessions show: `python manage.py migrate`" in text
+    last = server.requests[-1]
+    write_system, _ = split_prompt(server, last)
+    assert "Lead with the fix the evidence shows" in write_system

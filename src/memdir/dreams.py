@@ -63,7 +63,7 @@ from memdir.core.results import DreamRun
 from memdir.dream.engine import Engine, EngineConfig, EngineResult
 from memdir.dream.model import Draft, MemoryFile, Session, Signal, Thresholds
 from memdir.dream.placement import Audience
-from memdir.dream.reduce import source_class, source_scopes
+from memdir.dream.reduce import json_object, json_text, source_class, source_scopes
 from memdir.dream.report import Outcome, build
 from memdir.dream.selection import Selection, load_events, select_page
 from memdir.history import HistoryMixin
@@ -89,7 +89,7 @@ def _meta(text: str | None) -> dict[str, Any]:
 
 
 PAGE: Final = 100
-CHECKPOINT_EVERY: Final = 500
+CHECKPOINT_EVERY: Final = 2_000
 CHECKPOINT_SECONDS: Final = 10.0
 RUN_STATUSES: Final = ("running", "interrupted", "failed", "finished")
 
@@ -519,20 +519,22 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             progress("model", assistant.usage.requests, 0)
 
     def _checkpoint(self, run_id: str, state: _State, assistant: Any, **values: Any) -> None:
+        usage = assistant.usage.to_json() if assistant is not None else None
         data = {
-            "engine": state.engine.state(),
             "last_id": state.last_id,
             "processed": state.processed,
             "agents": sorted(state.agents),
             "projects": sorted(state.projects),
             "classes": sorted(state.classes),
-            "usage": assistant.usage.to_json() if assistant is not None else None,
+            "usage": usage,
         }
+        texts = {key: json_text(value) for key, value in data.items()}
+        texts["engine"] = state.engine.state_text()  # written pattern by pattern
         self._update_run(
             run_id,
-            checkpoint=json.dumps(data, separators=(",", ":"), sort_keys=True),
+            checkpoint=json_object(texts),
             processed=state.processed,
-            usage=data["usage"],
+            usage=usage,
             **values,
         )
 

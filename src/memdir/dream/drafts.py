@@ -232,7 +232,10 @@ def _body(pattern: Pattern) -> tuple[str, str, list[str]]:
             ],
         )
     title = str(s.get("title") or pattern.title)
-    return title, title[:200], [str(s.get("detail", ""))]
+    body = [str(s.get("detail", ""))]
+    if pattern.miner == "model" and s.get("fix"):  # the fix the model read in the evidence
+        body += ["", f"Fix the sessions show: `{_clean(str(s['fix']))}`"]
+    return title, title[:200], body
 
 
 def _next_steps(pattern: Pattern) -> list[str]:

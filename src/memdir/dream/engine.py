@@ -39,7 +39,7 @@ from memdir.dream.miners.failures import FailureRules
 from memdir.dream.miners.recovery import fix_rates
 from memdir.dream.model import Draft, MemoryFile, Pattern, Session, Signal, Thresholds
 from memdir.dream.placement import Audience, place
-from memdir.dream.reduce import Reducer
+from memdir.dream.reduce import Reducer, json_object, json_text
 from memdir.transcripts.model import TranscriptInfo
 
 __all__ = ["STATE_VERSION", "Engine", "EngineConfig", "EngineResult", "links_of", "lossy_epsilon"]
@@ -175,6 +175,17 @@ class Engine:
             if state is not None:
                 miners[miner.name] = state()
         return {"version": STATE_VERSION, "reducer": self._reducer.state(), "miners": miners}
+
+    def state_text(self) -> str:
+        """:meth:`state` as :func:`~.reduce.json_text`, the reducer written pattern by pattern
+        (a checkpoint's peak memory is its text, not a second copy of the engine)."""
+        miners: dict[str, Any] = {}
+        for miner in self._session_miners:
+            state = getattr(miner, "state", None)
+            if state is not None:
+                miners[miner.name] = state()
+        return json_object({"version": json_text(STATE_VERSION), "miners": json_text(miners),
+                            "reducer": self._reducer.state_text()})  # fmt: skip
 
     @classmethod
     def restore(

@@ -76,6 +76,8 @@ __all__ = [
     "Reducer",
     "conversation_of",
     "example_rank",
+    "json_object",
+    "json_text",
     "source_class",
     "source_scopes",
 ]
@@ -106,6 +108,17 @@ def example_rank(excerpt: Excerpt) -> tuple[bool, int, str, int]:
 def source_class(info: TranscriptInfo) -> str:
     """The source class of a session: its transcript's scope labels as canonical JSON."""
     return json.dumps(info.scopes(), sort_keys=True, separators=(",", ":"))
+
+
+def json_text(value: Any) -> str:
+    """Compact JSON with sorted keys: the one text form of engine checkpoints."""
+    return json.dumps(value, separators=(",", ":"), sort_keys=True)
+
+
+def json_object(parts: Mapping[str, str]) -> str:
+    """The JSON object of keys whose values are already :func:`json_text` texts: the same
+    text as ``json_text`` of the values themselves."""
+    return "{" + ",".join(f"{json.dumps(k)}:{parts[k]}" for k in sorted(parts)) + "}"
 
 
 def source_scopes(cls: str) -> dict[str, str]:
@@ -600,8 +613,7 @@ class Reducer:
             merged.parts = {c: present[c] for c in classes if c in present}
         return merged.pattern(selected, self.baseline)
 
-    def state(self) -> dict[str, Any]:
-        """JSON values: the whole reducer (patterns in key order, so the text is stable)."""
+    def _head(self) -> dict[str, Any]:
         return {
             "max_examples": self.max_examples,
             "epsilon": self.epsilon,
@@ -609,10 +621,22 @@ class Reducer:
             "selected_by_class": dict(sorted(self.selected_by_class.items())),
             "seq": self._seq,
             "baseline": self.baseline.to_json(),
-            "patterns": [self._acc[k].to_json() for k in sorted(self._acc)],
             "conversations": [[c, sorted(h)] for c, h in self._conversations.items()],
             "roots": [[c, sorted(h)] for c, h in self._roots.items()],
         }
+
+    def state(self) -> dict[str, Any]:
+        """JSON values: the whole reducer (patterns in key order, so the text is stable)."""
+        return {**self._head(), "patterns": [self._acc[k].to_json() for k in sorted(self._acc)]}
+
+    def state_text(self) -> str:
+        """``json_text(state())``, written one pattern at a time: a checkpoint never holds
+        the whole reducer a second time as Python values (a run's peak memory would grow with
+        its patterns' per-class parts)."""
+        parts = {key: json_text(value) for key, value in self._head().items()}
+        patterns = (json_text(self._acc[k].to_json()) for k in sorted(self._acc))
+        parts["patterns"] = "[" + ",".join(patterns) + "]"
+        return json_object(parts)
 
     @classmethod
     def from_state(cls, state: Mapping[str, Any]) -> Reducer:

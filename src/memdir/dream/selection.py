@@ -129,5 +129,5 @@ def load_events(repo: Repository, transcript_ids: Sequence[str]) -> dict[str, li
         .order_by(e.transcript_id, e.seq)
     )
     for row in repo.conn.execute(query):
-        out[row.transcript_id].append(event_from_row(row))
+        out[row[0]].append(event_from_row(row))
     return out

@@ -36,6 +36,7 @@ heredoc runs to the end of the text.
 
 from __future__ import annotations
 
+import functools
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -318,14 +319,36 @@ def _balanced(text: str, i: int) -> int:
 # --- parser ---------------------------------------------------------------------------------
 
 
-def parse(command: str, *, _depth: int = 0) -> list[SimpleCommand]:
+def parse(command: str) -> list[SimpleCommand]:
     """The simple commands of a command line, in order (see the module docstring).
 
     ``parse("cd app && A=1 timeout 60 python3 -m pytest -x 2>&1 | tee log")`` gives ``cd app``
     and ``pytest -x`` (argv ``python3 -m pytest -x``, cwd ``app``, env ``A=1``, wrappers
     ``timeout 60``) piped (``|``) into ``tee log`` (writes ``log``). Never raises.
+
+    Lines up to :data:`_CACHED_CHARS` characters are parsed once per :data:`_CACHE_SIZE` most
+    recent distinct lines (the miners of a session ask for the same line several times, and
+    fleets repeat their commands); the commands are frozen, the list is the caller's own.
     """
-    if not isinstance(command, str) or not command.strip():
+    if not isinstance(command, str):
+        return []
+    if len(command) <= _CACHED_CHARS:
+        return list(_parse_cached(command))
+    return _parse(command)
+
+
+#: Bounded, so the cache is a constant in a dream's memory whatever the fleet's size.
+_CACHE_SIZE: Final = 1024
+_CACHED_CHARS: Final = 1000
+
+
+@functools.lru_cache(maxsize=_CACHE_SIZE)
+def _parse_cached(command: str) -> tuple[SimpleCommand, ...]:
+    return tuple(_parse(command))
+
+
+def _parse(command: str, *, _depth: int = 0) -> list[SimpleCommand]:
+    if not command.strip():
         return []
     try:
         tokens = _lex(command[:MAX_CHARS])
@@ -416,7 +439,7 @@ def _commands(tokens: list[_Token], redirects: list[tuple[str, str]], heredoc: s
     if head in _SHELLS and depth < _MAX_DEPTH:
         script = _dash_c(words[1:])
         if script is not None:
-            inner = parse(script, _depth=depth + 1)
+            inner = _parse(script, _depth=depth + 1)
             if inner:
                 last = inner[-1]
                 inner[-1] = SimpleCommand(

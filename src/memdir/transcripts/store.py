@@ -307,22 +307,30 @@ def info_from_row(row: Any) -> TranscriptInfo:
 
 
 def event_from_row(row: Any) -> Event:
-    result = row.kind == "tool_result"
+    """An event from a row of ``transcript_events`` with every column in table order (the
+    rows of ``select(transcript_events)``; ``raw`` may be selected as NULL).
+
+    Unpacked by position: reading sixteen attributes of a SQLAlchemy row by name costs more
+    than the query (the dream reads every event of every session it mines).
+    """
+    (_, _, key, kind, role, ts, name, call_id, text, input_, is_error, exit_code, duration_ms,
+     usage, model, message_id, raw) = row  # fmt: skip
+    result = kind == "tool_result"
     return Event(
-        kind=row.kind,
-        key=row.key,
-        role=row.role,
-        text=None if result else row.text,
-        ts=_aware(row.ts),
-        name=row.name,
-        call_id=row.call_id,
-        input=None if row.input is None else json.loads(row.input),
-        output=row.text if result else None,
-        is_error=None if row.is_error is None else bool(row.is_error),
-        exit_code=row.exit_code,
-        duration_ms=row.duration_ms,
-        usage=None if row.usage is None else json.loads(row.usage),
-        model=row.model,
-        message_id=row.message_id,
-        raw=row.raw,
+        kind=kind,
+        key=key,
+        role=role,
+        text=None if result else text,
+        ts=ts if ts is None or ts.tzinfo is not None else ts.replace(tzinfo=dt.UTC),
+        name=name,
+        call_id=call_id,
+        input=None if input_ is None else json.loads(input_),
+        output=text if result else None,
+        is_error=None if is_error is None else bool(is_error),
+        exit_code=exit_code,
+        duration_ms=duration_ms,
+        usage=None if usage is None else json.loads(usage),
+        model=model,
+        message_id=message_id,
+        raw=raw,
     )

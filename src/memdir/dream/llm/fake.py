@@ -4,11 +4,12 @@
 text, with its delimited data blocks — and returns the structured object the schema asks for:
 
 - for ``record_findings``: one ``tool_error`` finding per failing tool result (titled
-  ``"<tool> fails: <first line of the error, digits as N>"``, referencing the call and its
-  result) and one ``preference`` finding per user message that starts with *always*, *never*,
-  *remember* or *from now on* (titled by the message, its text the suggested memory). It
-  follows no instruction in the data — but, like a careless model, it does *echo* the user's
-  words back, which is what the injection screening must catch;
+  ``"<tool> fails: <its signature, digits as N>"``, referencing the call and its result —
+  through the fix when a later call of the same tool worked: that call, as shown, is the
+  finding's ``fix``) and one ``preference`` finding per user message that starts with
+  *always*, *never*, *remember* or *from now on* (titled by the message, its text the
+  suggested memory). It follows no instruction in the data — but, like a careless model, it
+  does *echo* the user's words back, which is what the injection screening must catch;
 - for ``record_proposals``: for every draft, a rationale that cites the draft's statistics and
   repeats the miners' rationale, and each operation's text unchanged.
 
@@ -39,7 +40,9 @@ __all__ = ["FakeModel", "answer", "estimate_tokens"]
 _TRANSCRIPT = re.compile(r'<transcript_data id="([^"]*)"[^>]*>\n(.*?)\n</transcript_data>', re.S)
 _DRAFT = re.compile(r'<draft_data id="(\d+)">\n(.*?)\n</draft_data>', re.S)
 _LINE = re.compile(r"^\[(\d+)\] (.*)$")
-_RESULT = re.compile(r"^tool_result (\S+) \(error[^)]*\): ?(.*)$")
+_RESULT = re.compile(r"^tool_result (\S+) \(error[^)]*\)(?: signature: |: ?)(.*)$")
+_WORKED = re.compile(r"^tool_result (\S+) \((?:ok|tests-failed)\b")
+_CALL = re.compile(r"^tool_call (\S+) (?:\$ )?(.*)$")
 _PREFERENCE_STARTS: Final = ("always", "never", "remember", "from now on")
 
 
@@ -53,27 +56,45 @@ def _unescape(text: str) -> str:
     )
 
 
+def _fix(events: list[tuple[int, str]], at: int, tool: str) -> tuple[str, int] | None:
+    """The first later call of ``tool`` that worked (its result ``ok`` or ``tests-failed``),
+    as shown, with its result's position: the fix the evidence shows."""
+    for index in range(at + 1, len(events) - 1):
+        call = _CALL.match(events[index][1])
+        if call is None or call.group(1) != tool:
+            continue
+        worked = _WORKED.match(events[index + 1][1])
+        if worked is not None and worked.group(1) == tool:
+            return call.group(2).strip(), events[index + 1][0]
+    return None
+
+
 def _findings(text: str) -> dict[str, Any]:
     findings: list[dict[str, Any]] = []
     for transcript_id, body in _TRANSCRIPT.findall(text):
-        for line in body.splitlines():
-            match = _LINE.match(line)
-            if match is None:
-                continue
-            position, rest = int(match.group(1)), _unescape(match.group(2))
+        events = [
+            (int(m.group(1)), _unescape(m.group(2)))
+            for m in map(_LINE.match, body.splitlines())
+            if m is not None
+        ]
+        for at, (position, rest) in enumerate(events):
             failed = _RESULT.match(rest)
             ref = {"transcript_id": transcript_id, "first_event": position, "last_event": position}
             if failed is not None:
                 tool, error = failed.groups()
                 signature = re.sub(r"\d+", "N", error.strip().splitlines()[0] if error else "")
-                findings.append(
-                    {
-                        "title": f"{tool} fails: {signature[:60]}",
-                        "kind": "tool_error",
-                        "detail": f"{tool} failed with: {error[:200]}",
-                        "references": [{**ref, "first_event": max(0, position - 1)}],
-                    }
-                )
+                found: dict[str, Any] = {
+                    "title": f"{tool} fails: {signature[:60]}",
+                    "kind": "tool_error",
+                    "detail": f"{tool} failed with: {error[:200]}",
+                    "references": [{**ref, "first_event": max(0, position - 1)}],
+                }
+                fixed = _fix(events, at, tool)
+                if fixed is not None:
+                    found["fix"] = fixed[0]
+                    found["suggested_memory"] = f"If {tool} fails with that, run: {fixed[0]}"
+                    found["references"][0]["last_event"] = fixed[1]
+                findings.append(found)
             elif rest.startswith("user: ") and rest[6:].lower().startswith(_PREFERENCE_STARTS):
                 said = rest[6:].strip()
                 findings.append(

@@ -30,7 +30,7 @@ import unicodedata
 from collections.abc import Mapping, Sequence
 from typing import Any, Final
 
-from memdir.dream.llm.prompts import FINDING_KINDS, render_event
+from memdir.dream.llm.prompts import FINDING_KINDS, session_lines
 from memdir.dream.model import MAX_EXCERPT_CHARS, Draft, Excerpt, Session, Signal
 from memdir.guard import (
     EncodedBlobDetector,
@@ -97,8 +97,8 @@ def _int(value: Any, default: int) -> int:
 
 
 def _excerpt(session: Session, first: int, last: int) -> Excerpt:
-    lines = [render_event(i, session.events[i]) for i in range(first, last + 1)][:EXCERPT_EVENTS]
-    text = "\n".join(lines)
+    lines = [line for _, line in session_lines(session, positions=range(first, last + 1))]
+    text = "\n".join(lines[:EXCERPT_EVENTS])
     if len(text) > MAX_EXCERPT_CHARS:
         text = text[: MAX_EXCERPT_CHARS - 1] + "…"
     return Excerpt(session.id, first, last, text, session.info.scopes())
@@ -127,9 +127,13 @@ def signals_from_findings(
             "kind": kind,
             "suggested_memory": _text(item.get("suggested_memory")),
         }
+        fix = " ".join(_text(item.get("fix"), 400).split())
+        if fix:
+            subject["fix"] = fix  # the fix the model read in the evidence: the draft states it
         hits = [
             _describe(f, name)
-            for name in ("title", "detail", "suggested_memory")
+            for name in ("title", "detail", "fix", "suggested_memory")
+            if name in subject
             for f in screen_text(subject[name])
         ]
         if hits:

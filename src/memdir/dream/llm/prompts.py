@@ -31,6 +31,9 @@ import re
 from collections.abc import Sequence
 from typing import Any, Final
 
+from memdir.dream.miners.base import Call, calls_of
+from memdir.dream.miners.failures import EXIT_CODE_WRAPPERS, FailureRules, exit_code_of
+from memdir.dream.miners.signature import error_line
 from memdir.dream.model import Draft, MemoryFile, Session
 from memdir.transcripts.model import Event
 
@@ -50,6 +53,7 @@ __all__ = [
     "known_titles_block",
     "memory_index",
     "render_event",
+    "session_lines",
     "shared_prefix",
     "transcript_block",
 ]
@@ -57,6 +61,7 @@ __all__ = [
 EVENT_CHARS: Final = 1_500
 TRANSCRIPT_CHARS: Final = 24_000
 INDEX_FILES: Final = 400
+_RULES: Final = FailureRules()  # the documented defaults, when a caller gives none
 
 FINDINGS_TOOL: Final = "record_findings"
 DRAFTS_TOOL: Final = "record_proposals"
@@ -95,11 +100,21 @@ REVIEW_SYSTEM: Final = (
     " the start of sessions, loops, memory that the sessions contradict — so that a person can"
     " improve the agents' memory.\n\n"
     f"{_UNTRUSTED_RULE}\n\n"
+    "Sessions are shown as the offline miners read them: a shell call as the commands it ran"
+    " (heredoc bodies and redirections left out, what it writes named), a tool result with its"
+    " outcome (error, ok, probe, no-match, tests-failed, rejected), its exit code and, for an"
+    " error, the signature it is counted under (a traceback's final exception, the informative"
+    " line). A probe's or search's 'no' and a test run that reported failing tests are"
+    " outcomes, not tool errors.\n\n"
     "Report with the record_findings tool only. Give each finding a short general title that"
     " would be the same wherever the pattern recurs (no ids, numbers or dates unless they are"
-    " the point), its kind, a detail of what happens and why it matters, the memory text you"
-    " would suggest, and references: the transcript id and the first and last event positions"
-    " (the [n] numbers) that show it. Report nothing that the sessions do not show, and nothing"
+    " the point), its kind, a detail of what happens and why it matters, the fix the evidence"
+    " shows — for a failure, the later call that worked, copied as the session wrote it (the"
+    " install, migration or changed command after which the same work succeeded), or the rule"
+    " the harness or user stated; leave it empty when no session shows one, never invent"
+    " one —, the memory text you would suggest (stating that fix), and references: the"
+    " transcript id and the first and last event positions (the [n] numbers) that show the"
+    " failure and its fix. Report nothing that the sessions do not show, and nothing"
     " the memory index already covers unless the sessions show it still failing. When"
     " <known_titles> lists titles already used in this run, reuse the exact title for the same"
     " pattern, so that findings from different calls count together."
@@ -113,8 +128,10 @@ WRITE_SYSTEM: Final = (
     "With the record_proposals tool, return for every draft its id, a rationale for the"
     " reviewer (what happens, how prevalent it is — cite the statistics exactly as given — and"
     " why the change helps) and, for each operation that carries text, the improved note text:"
-    " short, imperative, verifiable, in the style of the memory index. Keep every operation's"
-    " meaning and target; do not invent facts, paths or commands the draft does not contain."
+    " short, imperative, verifiable, in the style of the memory index. Lead with the fix the"
+    " evidence shows — the working command or rule exactly as the draft gives it, with how"
+    " often it worked — and keep it in both texts. Keep every operation's meaning and target;"
+    " do not invent facts, paths or commands the draft does not contain."
 )
 
 _REFERENCE: Final = {
@@ -138,6 +155,11 @@ FINDINGS_SCHEMA: Final[dict[str, Any]] = {
                     "title": {"type": "string", "description": "short, general, stable"},
                     "kind": {"type": "string", "enum": list(FINDING_KINDS)},
                     "detail": {"type": "string"},
+                    "fix": {
+                        "type": "string",
+                        "description": "the fix the sessions show (the later call that worked, "
+                        "as written, or the stated rule); empty when none",
+                    },
                     "suggested_memory": {"type": "string"},
                     "references": {"type": "array", "items": _REFERENCE, "minItems": 1},
                 },
@@ -202,12 +224,66 @@ def _json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, sort_keys=True, default=str)
 
 
-def render_event(position: int, event: Event) -> str:
-    """One line (or a few) per event: ``[position] kind …``, the text cut to EVENT_CHARS."""
+_WRAPPER_TAG: Final = re.compile(r"<returncode>\s*-?\d{1,9}\s*</returncode>|</?output>")
+
+
+def _clean_output(output: str) -> str:
+    """A result's output without the harness's wrappers: ``<returncode>N</returncode>``,
+    ``<output>`` tags and an exit-code line at its start or end (the code is shown apart)."""
+    text = _WRAPPER_TAG.sub("", output).strip()
+    lines = text.splitlines()
+    for at in (0, -1):
+        if lines and any(p.match(lines[at].strip()) for p in EXIT_CODE_WRAPPERS):
+            del lines[at]
+    return "\n".join(lines).strip()
+
+
+def _call_body(event: Event, call: Call) -> str:
+    """A call as the miners read it: a shell line's commands as written, without heredoc
+    bodies, editor bodies or redirections, and what it writes."""
+    if not call.shell:
+        return f"tool_call {event.name or '?'} {_json(event.input)}"
+    writes = [w for c in call.commands for w in c.writes]
+    heredocs = sum(c.heredoc is not None for c in call.commands)
+    extra = []
+    if writes:
+        extra.append("writes " + ", ".join(dict.fromkeys(writes)))
+    if heredocs:
+        extra.append(f"{heredocs} heredoc bod{'y' if heredocs == 1 else 'ies'} left out")
+    note = f" ({'; '.join(extra)})" if extra else ""
+    return f"tool_call {event.name or '?'} $ {call.literal}{note}"
+
+
+def _result_body(event: Event, call: Call) -> str:
+    """A result with the failure rules' outcome (``error``, ``ok``, ``probe``, ``no-match``,
+    ``tests-failed``, ``rejected``), its exit code, and for a tool error the signature the
+    offline engine files it under (a traceback's final exception, the informative line)."""
+    status: str = call.outcome
+    code = exit_code_of(event)
+    if code is not None:
+        status += f", exit {code}"
+    output = _clean_output(event.output or "")
+    if call.outcome == "error":
+        signature = error_line(event.output) or "failed without output"
+        return f"tool_result {event.name or call.name} ({status}) signature: {signature}\n{output}"
+    return f"tool_result {event.name or call.name} ({status}): {output}"
+
+
+def render_event(position: int, event: Event, call: Call | None = None) -> str:
+    """One line (or a few) per event: ``[position] kind …``, the text cut to EVENT_CHARS.
+
+    With ``call`` (the miners' view of the tool call the event is or answers, see
+    :func:`session_lines`) a shell call shows its parsed commands and a result its outcome
+    and signature, as the offline engine reads them; without it the event as recorded.
+    """
     if event.kind == "message":
         body = f"{event.role or 'unknown'}: {event.text or ''}"
+    elif event.kind == "tool_call" and call is not None:
+        body = _call_body(event, call)
     elif event.kind == "tool_call":
         body = f"tool_call {event.name or '?'} {_json(event.input)}"
+    elif event.kind == "tool_result" and call is not None:
+        body = _result_body(event, call)
     elif event.kind == "tool_result":
         status = "error" if event.is_error else "ok"
         if event.exit_code is not None:
@@ -220,11 +296,35 @@ def render_event(position: int, event: Event) -> str:
     return f"[{position}] {_cut(body, EVENT_CHARS)}"
 
 
-def transcript_block(session: Session, *, limit: int = TRANSCRIPT_CHARS) -> str:
-    """A session as one delimited, escaped data block (first and last events within ``limit``)."""
+def session_lines(
+    session: Session, rules: FailureRules | None = None, positions: range | None = None
+) -> list[tuple[int, str]]:
+    """``(position, line)`` for the session's events (usage records left out; only
+    ``positions`` when given), rendered from the same cleaned calls the offline miners read
+    (:func:`~memdir.dream.miners.base.calls_of` with the run's failure rules): what a model
+    sees is what the engine counted, never a raw wrapper or a heredoc body."""
+    views: dict[int, Call] = {}
+    for call in calls_of(session, rules or _RULES):
+        views[call.index] = call
+        if call.result_index is not None:
+            views[call.result_index] = call
+    wanted = range(len(session.events)) if positions is None else positions
+    return [
+        (i, render_event(i, session.events[i], views.get(i)))
+        for i in wanted
+        if 0 <= i < len(session.events) and session.events[i].kind != "usage"
+    ]
+
+
+def transcript_block(
+    session: Session, *, limit: int = TRANSCRIPT_CHARS, rules: FailureRules | None = None
+) -> str:
+    """A session as one delimited, escaped data block (first and last events within
+    ``limit``), its calls as the miners read them (:func:`session_lines`)."""
     info = session.info
-    lines = [render_event(i, e) for i, e in enumerate(session.events) if e.kind != "usage"]
-    positions = [i for i, e in enumerate(session.events) if e.kind != "usage"]
+    rendered = session_lines(session, rules)
+    lines = [line for _, line in rendered]
+    positions = [i for i, _ in rendered]
     if sum(len(line) + 1 for line in lines) > limit:
         head: list[str] = []
         tail: list[str] = []

@@ -82,7 +82,8 @@ KINDS: Final = (
         r"malformed (?:response|output|action)|could not parse (?:your|the) (?:response|output|"
         r"action)|failed to parse (?:your|the) (?:response|output|action)|"
         r"must always include|no (?:valid )?(?:command|action|tool call) (?:was )?found|"
-        r"invalid (?:response )?format", re.I)),
+        r"invalid (?:response )?format|provide exactly one (?:action|bash block|tool call)",
+        re.I)),
     ("lint", re.compile(
         r"lint errors?|fix any errors below|introduced new syntax error|flake8\.{3,}failed|"
         r"linter (?:errors?|found)", re.I)),
@@ -190,17 +191,19 @@ def feedback_kind(line: str, *, message: bool) -> str | None:
 #: Lowercase words one of which every feedback match holds: a text with none is skipped
 #: without running the pattern (most tool output).
 _TRIGGERS: Final = (
-    "format", "must", "pars", "malformed", "no valid", "no command", "no action",
+    "format", "exactly one", "must", "pars", "malformed", "no valid", "no command", "no action",
     "no tool call", "match", "replace", "verbatim", "rejected", "reverted", "lint", "syntax",
     "fix any", "flake8", "long", "truncat", "clip", "cut", "shorten", "exceed", "timed out",
     "timeout", "limit", "maximum", "exit_", "continu", "keep working", "never ask", "warn",
     "error", "overload", "unavailable", "connection",)  # fmt: skip
+#: :data:`_TRIGGERS` as one pattern: a single scan of the text instead of one per word.
+_TRIGGER: Final = re.compile("|".join(re.escape(word) for word in _TRIGGERS))
 
 
 def _first(text: str, *, message: bool) -> tuple[int, str] | None:
     """(offset, kind) of the first feedback match in ``text`` (lines joined by newlines)."""
     lower = text.lower()
-    if not any(word in lower for word in _TRIGGERS):
+    if _TRIGGER.search(lower) is None:
         return None
     for match in _ANY.finditer(lower):
         kind = match.lastgroup

@@ -18,6 +18,13 @@ kept in order (``make test`` -> ``make -C build test``, ``pip install x`` -> ``p
 Jaccard >= 0.5, a token-sequence ratio (difflib, first 60 tokens) >= 0.6, or the same
 arguments with at most half of their values (at least one) changed.
 
+A failing shell call that works when **retried unchanged** after a working call of the same
+tool that is no probe and writes no file (:func:`find_prerequisites`: ``pip install pytest``
+between two ``python -m pytest``, ``python manage.py migrate`` between two ``python
+reproduce.py``) was fixed by that call, the latest such one: the change is ``run `X` first``,
+keyed by the masked error line (one cause whatever was installed), ``fixed`` is the
+prerequisite and ``then`` the call that then worked.
+
 The change is a token-level diff (:func:`describe_change`): ``add --foo``, ``remove --bar``,
 ``replace X with Y``, ``correct path X to Y``; a change of whitespace only (an editor body
 re-indented) is ``fix the indentation``, of a body only ``change the body`` — and then the
@@ -54,6 +61,7 @@ __all__ = [
     "WINDOW",
     "RecoveryMiner",
     "describe_change",
+    "find_prerequisites",
     "find_recoveries",
     "fix_rates",
     "is_probe",
@@ -238,6 +246,50 @@ def find_recoveries(calls: Sequence[Call], window: int = WINDOW) -> Iterator[tup
             break
 
 
+def _prerequisite(call: Call) -> bool:
+    """Whether a working shell call can be what a retry needed first: it changes the
+    environment (an install, a migration) without writing files — an edit is a change of the
+    code, not a step to remember — and is no probe."""
+    return (
+        call.shell
+        and not call.failed
+        and not is_probe(call)
+        and bool(call.work)
+        and not any(c.writes or c.heredoc is not None for c in call.commands)
+    )
+
+
+def find_prerequisites(
+    calls: Sequence[Call], window: int = WINDOW
+) -> Iterator[tuple[Call, Call, Call]]:
+    """``(failed, setup, retried)``: a failing shell call retried unchanged that then worked,
+    after a working call of the same tool that is no probe and writes no file (``pip install
+    pytest``, ``python manage.py migrate``: :func:`_prerequisite`) — the latest such call is
+    the fix. Within ``window`` working calls; a substitution that works first is a recovery
+    (:func:`find_recoveries`), not this."""
+    for position, call in enumerate(calls):
+        if not call.failed or not call.shell:
+            continue
+        setup: Call | None = None
+        budget = window
+        for later in calls[position + 1 :]:
+            if budget <= 0:
+                break
+            if later.name == call.name and _retry(call, later):
+                if not later.failed and later.result is not None and setup is not None:
+                    yield call, setup, later
+                break
+            if is_probe(later):
+                continue
+            budget -= 1
+            if later.name != call.name:
+                continue
+            if similar(call, later) and not later.failed:
+                break  # a recovery
+            if _prerequisite(later):
+                setup = later
+
+
 def fix_rates(patterns: Sequence[Pattern]) -> None:
     """Give each recovery pattern ``subject["failure_sessions"]``: the sessions of the tool
     errors it fixed (those whose links name it), so "worked in N of M sessions" can be said —
@@ -326,4 +378,33 @@ class RecoveryMiner:
                     f"{failed.name}: {failed.text}\n-> {error}\n{fixed.name}: {fixed.text}\n-> ok",
                 ),
                 variant=change,
+            )
+        for failed, setup, retried in find_prerequisites(calls_of(session, self.rules)):
+            error = error_line(failed.result.output if failed.result else None)
+            needed = f"run `{setup.literal}` first"
+            masked = " ".join(mask_tokens(error)) if error else f"+{setup.norm}"
+            last = retried.result_index if retried.result_index is not None else retried.index
+            yield Signal(
+                miner=self.name,
+                # one cause, one pattern: the failing side is the masked error, each
+                # prerequisite seen for it a variant
+                key=bounded_key(f"{failed.name}|{failed.words}|{masked}"),
+                subject={
+                    "tool": failed.name,
+                    "failed": failed.literal,
+                    "fixed": setup.literal,
+                    "change": needed,
+                    "error": error[:200],
+                    "then": retried.literal,
+                },
+                title=f"`{failed.literal[:80]}` fails ({error[:80] or 'no output'}); it works "
+                f"after `{setup.literal[:80]}`",
+                excerpt=excerpt(
+                    session,
+                    failed.index,
+                    last,
+                    f"{failed.name}: {failed.literal}\n-> {error}\n{setup.name}: "
+                    f"{setup.literal}\n-> ok\n{retried.name}: {retried.literal}\n-> ok",
+                ),
+                variant=needed,
             )

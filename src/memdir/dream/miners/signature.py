@@ -154,6 +154,11 @@ _NOT_ERROR_LINES: Final = re.compile(
     r"^(?:<?[a-zA-Z][a-zA-Z0-9+.-]*://\S+>?|Tokens?: [\d,.]+k? sent\b.*|Cost: \$.*)$"
 )
 _SHELL_PREFIX: Final = re.compile(r"^(?:/bin/|/usr/bin/)?(?:ba|z|da|k)?sh: (?:line )?\d*:? ?")
+#: An interpreter naming itself before its error (``/usr/bin/python3: No module named pytest``):
+#: ``python``, ``python3`` and a path to either say one thing, so the name goes.
+_INTERPRETER_PREFIX: Final = re.compile(
+    r"^(?:\S*/)?(?:python[\d.]*|pypy[\d.]*|node|ruby|perl|php): (?=\S)"
+)
 #: Informative literals, quoted so masking keeps them and Drain does not merge them away.
 _LITERALS: Final = (
     (re.compile(r"^(?:zsh: )?command not found: (\S+)$"), r"command not found: '\1'"),
@@ -178,6 +183,7 @@ _TIMED_OUT: Final = re.compile(r"^((?:Command )?timed out after \S+).*", re.IGNO
 
 def _literal(line: str) -> str:
     line = _SHELL_PREFIX.sub("", line) if _SHELL_PREFIX.match(line) else line
+    line = _INTERPRETER_PREFIX.sub("", line)
     line = _TIMED_OUT.sub(r"\1", _LOG_PREFIX.sub("", line))
     for pattern, replacement in _LITERALS:
         line = pattern.sub(replacement, line)
