@@ -31,6 +31,7 @@ from collections.abc import Iterable, Sequence
 from typing import Any, Literal
 
 from memdir.core.errors import MemdirError
+from memdir.core.limits import MAX_INT64, check_int
 from memdir.core.model import Operation, StrReplace, Write
 
 __all__ = [
@@ -297,16 +298,12 @@ def plan_replace(path: str, content: str, old: str, new: str) -> tuple[str, int]
     return content[:position] + new + content[position + len(old) :], lines[0] - 1
 
 
-def replace_operation(
-    target: str, old: str, new: str, planned: str, sha256: str
-) -> Operation | None:
+def replace_operation(target: str, old: str, new: str, planned: str, sha256: str) -> Operation:
     """The store change of a planned ``str_replace`` on the version ``sha256`` of ``target``
-    (compare-and-swap on it): None when ``old`` equals ``new`` (the reference reports the edit;
-    memdir records no empty version); the whole ``planned`` content when ``old`` is empty (it
-    occurs once only in an empty file, and the store's own ``str_replace`` wants text to find);
-    else the replacement itself, so history shows a ``str_replace``."""
-    if old == new:
-        return None
+    (compare-and-swap on it): the whole ``planned`` content when ``old`` is empty (it occurs
+    once only in an empty file, and the store's own ``str_replace`` wants text to find), else
+    the replacement itself, so history shows a ``str_replace``. A replacement that changes
+    nothing (``old`` equal to ``new``) is the store's to refuse, as on every surface."""
     if old == "":
         return Write(target, planned, if_match=sha256)
     return StrReplace(target, old, new, if_match=sha256)
@@ -322,7 +319,9 @@ def plan_insert(path: str, content: str, line: int, text: str) -> str:
     """``insert`` on ``content``: ``text`` (its trailing newlines dropped) as the line after
     ``line`` (0 = the top), the result ending in a newline. Lines split on LF only, a CR kept
     in its line (so CRLF files keep their endings), without the empty tail a final newline
-    leaves — the reference's counting, whose range the refusal names."""
+    leaves — the reference's counting, whose range the refusal names. A line number beyond
+    64 bits is invalid input before it is out of range, as everywhere in memdir."""
+    check_int("insert_line", line, minimum=-MAX_INT64 - 1)
     lines = content.split("\n")
     if lines[-1] == "":
         lines.pop()
@@ -341,6 +340,7 @@ def rename_refusal(
     destination: Kind,
     source_is_root: bool,
     into_source: bool,
+    onto_itself: bool = False,
     root: str = ROOT,
 ) -> str | None:
     """Why ``rename old_path new_path`` is refused, or None when it may go ahead.
@@ -349,10 +349,13 @@ def rename_refusal(
     directory with files beneath it, or the root (``destination``) — is refused before the
     source is looked at; then a missing source. ``into_source`` (the destination lies beneath
     the source): a directory cannot move into itself. A file may, in memory: once it has moved
-    its old path is free to be the new file's directory.
+    its old path is free to be the new file's directory. ``onto_itself`` (both name the same
+    path): a change that changes nothing, which the store refuses as it does on every surface.
     """
     if source_is_root:
         return cannot_touch_root("rename", root)
+    if onto_itself and source is not None:
+        return None
     if destination is not None:
         return destination_exists(new_path)
     if source is None:

@@ -190,11 +190,10 @@ class _Commands:
             found = yield from self._existing_file(command.path, target)
             content, line = text.plan_replace(command.path, found.content, old, new)
             operation = text.replace_operation(target, old, new, content, found.sha256)
-            if operation is not None:
-                try:
-                    yield self._change("commit", [operation])
-                except PreconditionFailed:
-                    continue  # another writer got in between: look again
+            try:
+                yield self._change("commit", [operation])
+            except PreconditionFailed:
+                continue  # another writer got in between: look again
             return text.replaced(content, line)
         raise Refusal(text.kept_changing(command.path))
 
@@ -227,7 +226,8 @@ class _Commands:
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> _Script:
         old, new = self.resolve(command.old_path), self.resolve(command.new_path)
         moving_root = old == self.root
-        destination = None if moving_root else (yield from self._kind(new))
+        onto_itself = old == new
+        destination = None if moving_root or onto_itself else (yield from self._kind(new))
         source = None if moving_root or destination else (yield from self._kind(old))
         refusal = text.rename_refusal(
             command.old_path,
@@ -236,6 +236,7 @@ class _Commands:
             destination=destination,
             source_is_root=moving_root,
             into_source=new.startswith(old + "/"),
+            onto_itself=onto_itself,
         )
         _refuse(refusal)
         try:

@@ -303,7 +303,7 @@ class MemoryTools:
         def run(principal: Principal) -> str:
             target = self._resolve(path)
 
-            def plan(found: FileView) -> tuple[Operation | None, str]:
+            def plan(found: FileView) -> tuple[Operation, str]:
                 content, line = memory_tool.plan_replace(path, found.content, old_str, new_str)
                 operation = memory_tool.replace_operation(
                     target.store_path, old_str, new_str, content, found.sha256
@@ -330,7 +330,7 @@ class MemoryTools:
         def run(principal: Principal) -> str:
             target = self._resolve(path)
 
-            def plan(found: FileView) -> tuple[Operation | None, str]:
+            def plan(found: FileView) -> tuple[Operation, str]:
                 content = memory_tool.plan_insert(path, found.content, insert_line, insert_text)
                 operation = memory_tool.insert_operation(target.store_path, content, found.sha256)
                 return operation, render.edited(path)
@@ -345,7 +345,7 @@ class MemoryTools:
         path: str,
         target: Resolved,
         if_match: str | None,
-        plan: Callable[[FileView], tuple[Operation | None, str]],
+        plan: Callable[[FileView], tuple[Operation, str]],
     ) -> str:
         """An edit with the memory tool's rules: read the file, ``plan`` the change on what it
         says (:mod:`memdir.core.memory_tool`), apply it with compare-and-swap on that version.
@@ -368,13 +368,12 @@ class MemoryTools:
                     current_sha256=found.sha256,
                 )
             operation, answer = plan(found)
-            if operation is not None:
-                try:
-                    self.service.commit(principal, self.store, [operation])
-                except PreconditionFailed:
-                    if if_match is not None:
-                        raise
-                    continue
+            try:
+                self.service.commit(principal, self.store, [operation])
+            except PreconditionFailed:
+                if if_match is not None:
+                    raise
+                continue
             return answer
         raise Refusal(memory_tool.kept_changing(path))
 
@@ -415,7 +414,8 @@ class MemoryTools:
         def run(principal: Principal) -> str:
             source, target = self._resolve(old_path), self._resolve(new_path)
             moving_root = self.ns.is_root(source)
-            destination = None if moving_root else self._kind(principal, target)
+            onto_itself = source.store_path == target.store_path
+            destination = None if moving_root or onto_itself else self._kind(principal, target)
             moving = None if moving_root or destination else self._kind(principal, source)
             refusal = memory_tool.rename_refusal(
                 old_path,
@@ -424,6 +424,7 @@ class MemoryTools:
                 destination=destination,
                 source_is_root=moving_root,
                 into_source=target.store_path.startswith(source.store_path.rstrip("/") + "/"),
+                onto_itself=onto_itself,
                 root=self._root_name(source),
             )
             if refusal is not None:
