@@ -1,7 +1,7 @@
 """Checkout, sync and git export timings, beside raw baselines measured in the same run.
 
-``memdir checkout`` of N files and ``memdir sync`` (nothing changed; every file changed here;
-every file changed in the store) are timed beside ``cp -r`` of the same files; git export's
+``memdir checkout`` of N files and ``memdir sync`` (nothing changed; ``--changed`` files changed
+here; as many changed in the store) are timed beside ``cp -r`` of the same files; git export's
 commits/s beside ``git fast-import`` of the same history (the floor for writing those commits
 to git). Every memdir call goes through the SDK's local transport — the same code path as the
 CLI on an embedded database. Repetitions alternate memdir and baseline.
@@ -11,6 +11,11 @@ CLI on an embedded database. Repetitions alternate memdir and baseline.
     .venv/bin/python benchmarks/checkout.py                      # 10,000 synthetic files
     .venv/bin/python benchmarks/checkout.py --corpus real        # LoCoMo sessions + Aider chats
     .venv/bin/python benchmarks/checkout.py --files 2000 --repeat 3 --commits 300   # quick
+    .venv/bin/python benchmarks/checkout.py --changed 10000      # every file changed
+
+A sync's cost beyond the walk is the commit of what changed, and each changed file is screened
+on the way in (secrets, injection): with every one of 10,000 files changed that screening is
+most of the time, so the default changes 100.
 
 ``--corpus real`` makes one file per LoCoMo conversation session and per Aider chat session
 (``../shared/data``); sizes over the store's limit are left out and counted.
@@ -127,9 +132,12 @@ def cp(source: Path, dest: Path) -> None:
     subprocess.run(["cp", "-r", str(source), str(dest)], check=True)
 
 
-def touch_all(directory: Path, round_: int) -> int:
+def touch(directory: Path, round_: int, changed: int) -> int:
+    """Append a line to ``changed`` files of the checkout (spread over it), as ``echo >>``."""
+    files = sorted(directory.rglob("*.md"))
+    step = max(1, len(files) // max(1, changed))
     count = 0
-    for file in directory.rglob("*.md"):
+    for file in files[::step][:changed]:
         with open(file, "a") as handle:
             handle.write(f"local edit {round_}\n")
         count += 1
@@ -201,13 +209,14 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--files", type=int, default=10_000)
     parser.add_argument("--corpus", choices=["synthetic", "real"], default="synthetic")
-    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--repeat", type=int, default=3)
+    parser.add_argument("--changed", type=int, default=100, help="files changed per sync")
     parser.add_argument("--commits", type=int, default=1000)
     parser.add_argument("--json", metavar="OUT")
     args = parser.parse_args()
 
     work = Path(tempfile.mkdtemp(prefix="memdir-bench-checkout-"))
-    results: dict[str, Any] = {"corpus": args.corpus}
+    results: dict[str, Any] = {"corpus": args.corpus, "changed": args.changed}
     try:
         db = f"sqlite:///{work / 'memdir.db'}"
         svc = memdir.open(db, create=True)
@@ -243,7 +252,7 @@ def main() -> None:
             for i in range(args.repeat):
                 idle.append(timed(lambda: sync(client, base)))
                 idle_cp.append(timed(lambda i=i: cp(base, work / f"idle{i}")))
-                touch_all(base, i)
+                touch(base, i, args.changed)
                 local.append(timed(lambda i=i: sync(client, base, reason=f"round {i}")))
                 local_cp.append(timed(lambda i=i: cp(base, work / f"local{i}")))
                 everything = sorted(
@@ -251,16 +260,17 @@ def main() -> None:
                      if not v.path.startswith("/.memdir/")),  # not the policy file
                     key=lambda v: v.path,
                 )  # fmt: skip
-                for start in range(0, len(everything), 500):
+                chosen = everything[:: max(1, len(everything) // args.changed)][: args.changed]
+                for start in range(0, len(chosen), 500):
                     svc.commit(OWNER, "default", [
                         Write(v.path, v.content + f"remote {i}\n", if_match=v.sha256)
-                        for v in everything[start : start + 500]
+                        for v in chosen[start : start + 500]
                     ])  # fmt: skip
                 remote.append(timed(lambda: sync(client, base)))
                 remote_cp.append(timed(lambda i=i: cp(base, work / f"remote{i}")))
             timings["sync, nothing changed"] = (idle, idle_cp)
-            timings["sync, every file changed here"] = (local, local_cp)
-            timings["sync, every file changed in the store"] = (remote, remote_cp)
+            timings[f"sync, {args.changed:,} files changed here"] = (local, local_cp)
+            timings[f"sync, {args.changed:,} files changed in the store"] = (remote, remote_cp)
         for name, (ours, raw) in timings.items():
             rows.append(row(name, ours, raw))
             results[name] = {"memdir": Stats.of(ours).to_dict(), "cp -r": Stats.of(raw).to_dict()}

@@ -138,14 +138,20 @@ store, so `/projects/acme/conventions.md` is that file), or the directory given 
 `memdir mcp --root PREFIX` / `root=` (with `--root /agents/bot`, `/notes.md` is
 `/agents/bot/notes.md`). Agents trained on Claude's memory tool write `/memories/...`:
 `/memories` names the root as well (turn it off with `--no-memories-alias`), and results spell
-paths the way the call did. What the principal may not read does not exist for it, exactly as
+paths the way the call did. Under `/memories`, `.` and `..` resolve as the memory tool resolves
+them (`/memories/a/../b.md` is `/memories/b.md`; climbing above `/memories` is refused); other
+paths take neither. What the principal may not read does not exist for it, exactly as
 elsewhere in memdir.
 
 ## Results and errors
 
 Results are one text block. Failures are `isError` results with one actionable line: the
 reference memory tool's wording where it has one (shown per tool below), else memdir's
-message. Outcomes every changing tool shares:
+message. The six memory-tool commands follow the reference's rules as well — edits on what the
+file says when read, applied with compare-and-swap on that version; `rename` refuses an
+existing destination (a file, a directory, the root) before it looks at the source, and a
+directory never moves into itself — written once in `memdir.core.memory_tool`, which the
+Anthropic adapter (docs/sdk.md) answers from too. Outcomes every changing tool shares:
 """
 
 

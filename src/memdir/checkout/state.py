@@ -113,6 +113,18 @@ class State:
             proposals={p: Pending(**q) for p, q in data.get("proposals", {}).items()},
         )
 
+    def snapshot(self) -> tuple[Any, ...]:
+        """Everything :meth:`save` writes, to compare (the records are frozen)."""
+        return (
+            self.store,
+            self.prefix,
+            self.revision,
+            dict(self.source),
+            dict(self.files),
+            dict(self.conflicts),
+            dict(self.proposals),
+        )
+
     def save(self, directory: Path) -> None:
         """Write the state atomically (temporary file, fsync, rename)."""
         data = {
@@ -162,13 +174,30 @@ def file_sha256(data: bytes) -> str:
 
 def scan(directory: Path) -> Iterator[tuple[str, Path]]:
     """Every regular file of the checkout as (relative POSIX path, file), in path order;
-    directories named ``.git`` and ignored names are skipped, symbolic links are not files."""
-    for root, dirs, names in os.walk(directory):
-        dirs[:] = sorted(d for d in dirs if d != ".git")
-        for name in sorted(names):
-            if ignored(name):
+    directories named ``.git`` and ignored names are skipped, symbolic links are not files.
+
+    One ``scandir`` per directory and no stat beyond what it reports: a sync of a large
+    checkout walks every file, so the walk costs what ``find`` would."""
+    top = os.fspath(directory)
+
+    def walk(folder: str, relative: str) -> Iterator[tuple[str, Path]]:
+        try:
+            with os.scandir(folder) as found:
+                entries = sorted(found, key=lambda e: e.name)
+        except OSError:
+            return  # gone or unreadable since the parent listed it: nothing to send
+        for entry in entries:
+            name = entry.name
+            try:
+                if entry.is_dir(follow_symlinks=False):
+                    if name != ".git":
+                        yield from walk(entry.path, f"{relative}{name}/")
+                    continue
+                if not entry.is_file(follow_symlinks=False):
+                    continue
+            except OSError:
                 continue
-            file = Path(root, name)
-            if file.is_symlink() or not file.is_file():
-                continue
-            yield file.relative_to(directory).as_posix(), file
+            if not ignored(name):
+                yield relative + name, Path(entry.path)
+
+    yield from walk(top, "")

@@ -170,10 +170,15 @@ def checkout(
                   revision=listing.revision)  # fmt: skip
     files = _visible(prefix, listing.files)
     skipped = tuple(f.path for f in listing.files if f.path not in files)
+    made: set[Path] = set()
     for f in files.values():
-        _write_new(local_path(directory, prefix, f.path), (f.content or "").encode(), f.rights)
+        target = local_path(directory, prefix, f.path)
+        if target.parent not in made:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            made.add(target.parent)
+        _create(target, (f.content or "").encode(), _mode(f.rights))
         state.files[f.path] = Base(f.sha256, f.version, f.rights)
-    state.save(directory)
+    state.save(directory)  # last: until it exists the directory is no checkout
     read_only = sum(1 for f in files.values() if f.rights == "read")
     return CheckoutReport(str(directory), prefix, listing.revision, len(files), read_only,
                           skipped)  # fmt: skip
@@ -200,6 +205,7 @@ def sync(
             store=state.store,
         )
     provenance = Provenance(session=session, reason=reason)
+    loaded = state.snapshot()
     for attempt in range(ATTEMPTS):
         report = SyncReport(str(directory))
         try:
@@ -210,7 +216,8 @@ def sync(
             state = State.load(directory)  # nothing of this attempt applied; look again
             continue
         break
-    state.save(directory)
+    if state.snapshot() != loaded:  # a sync that changed nothing rewrites nothing
+        state.save(directory)
     return report
 
 
@@ -582,9 +589,22 @@ def _atomic_write(target: Path, data: bytes, mode: int) -> None:
         raise
 
 
-def _write_new(target: Path, data: bytes, rights: str) -> None:
-    target.parent.mkdir(parents=True, exist_ok=True)
-    _atomic_write(target, data, _mode(rights))
+def _create(target: Path, data: bytes, mode: int) -> None:
+    """A new file in a directory the checkout made (never replaces one: ``O_EXCL``). No
+    temporary and rename as for a replacement: the checkout is not one until its state file
+    is written, after every file."""
+    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        _write_all(fd, data)
+        os.fchmod(fd, mode)
+    finally:
+        os.close(fd)
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view) :]
 
 
 def _holds(file: Path, expected: str | None) -> bool:

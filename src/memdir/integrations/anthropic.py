@@ -21,7 +21,9 @@ any other path, including ``..`` escapes. Every change is a memdir commit whose 
 client's principal, with the tool's ``provenance`` (session, reason, source kind).
 
 Results and errors are the strings of the reference implementation,
-``BetaLocalFilesystemMemoryTool``, so a model reads what it was trained on. Differences, all
+``BetaLocalFilesystemMemoryTool``, so a model reads what it was trained on; they and the
+commands' rules are written once in :mod:`memdir.core.memory_tool`, which the MCP server's
+memory tools use too. Differences, all
 because memory is not a file system: a directory's size is the total size of the visible files
 beneath it (not the file system's block size), the ``/memories`` root always exists (empty
 until written), and memdir's own outcomes — a change queued for review (``Proposed``), refused
@@ -32,7 +34,7 @@ messages. Edits read the file, check the reference's conditions, then write with
 
 from __future__ import annotations
 
-from collections.abc import Generator, Sequence
+from collections.abc import Generator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -47,6 +49,7 @@ from anthropic.types.beta import (
     BetaMemoryTool20250818ViewCommand,
 )
 
+from memdir.core import memory_tool as text
 from memdir.core.errors import (
     SURFACE_WORDS,
     InvalidInput,
@@ -56,16 +59,13 @@ from memdir.core.errors import (
     PathConflict,
     PreconditionFailed,
 )
+from memdir.core.memory_tool import ROOT, Refusal
 from memdir.core.model import Delete, Entry, FileView, Provenance, Rename
 from memdir.core.paths import normalize_prefix
 from memdir.sdk import AsyncClient, Client
 
 __all__ = ["ROOT", "AsyncMemoryTool", "MemoryTool"]
 
-#: The directory Claude's memory tool works in; every tool path starts with it.
-ROOT = "/memories"
-MAX_LINES = 999_999
-_WIDTH = len(str(MAX_LINES))
 _EDIT_ATTEMPTS = 5
 
 
@@ -82,82 +82,20 @@ class _Do:
 _Script = Generator[_Do, Any, str]
 
 
-# --- the reference's strings -------------------------------------------------------------------
+def _refuse(text: str | None) -> None:
+    if text is not None:
+        raise Refusal(text)
 
 
-def _format_size(size: int) -> str:
-    if size == 0:
-        return "0B"
-    units = ["B", "K", "M", "G"]
-    index = min((size.bit_length() - 1) // 10, len(units) - 1)
-    value = size / (1024**index)
-    return f"{int(value)}{units[index]}" if value == int(value) else f"{value:.1f}{units[index]}"
-
-
-def _directory_view(path: str, files: Sequence[tuple[str, int]]) -> str:
-    """Children and grandchildren of ``path`` (``files``: relative path, size), as the
-    reference lists them: depth first, by name, directories with a trailing ``/``."""
-    total = 0
-    items: dict[tuple[str, ...], list[Any]] = {}  # parts -> [size, is_dir]
-    for relative, size in files:
-        parts = tuple(relative.split("/"))
-        if any(part.startswith(".") for part in parts):
-            continue
-        total += size
-        for depth in range(1, min(len(parts), 2) + 1):
-            item = items.setdefault(parts[:depth], [0, depth < len(parts)])
-            item[0] += size
-    lines = [f"{_format_size(total)}\t{path}"]
-    for parts in sorted(items):
-        size, is_dir = items[parts]
-        lines.append(f"{_format_size(size)}\t{path}/{'/'.join(parts)}{'/' if is_dir else ''}")
-    header = (
-        f"Here're the files and directories up to 2 levels deep in {path}, excluding hidden items:"
-    )
-    return header + "\n" + "\n".join(lines)
-
-
-def _file_view(path: str, content: str, view_range: Sequence[int] | None) -> str:
-    lines = content.split("\n")
-    if len(lines) > MAX_LINES:
-        raise ToolError(f"File {path} exceeds maximum line limit of 999,999 lines.")
-    shown, first = lines, 1
-    if view_range and len(view_range) == 2:
-        start = max(1, view_range[0]) - 1
-        end = len(lines) if view_range[1] == -1 else view_range[1]
-        shown, first = lines[start:end], start + 1
-    numbered = [f"{str(i + first).rjust(_WIDTH)}\t{line}" for i, line in enumerate(shown)]
-    return f"Here's the content of {path} with line numbers:\n" + "\n".join(numbered)
-
-
-def _snippet(new_content: str, changed_line_index: int) -> str:
-    lines = new_content.split("\n")
-    start = max(0, changed_line_index - 2)
-    end = min(len(lines), changed_line_index + 3)
-    shown = [f"{str(n).rjust(_WIDTH)}\t{lines[n - 1]}" for n in range(start + 1, end + 1)]
-    return (
-        "The memory file has been edited. Here is the snippet showing the change (with line "
-        "numbers):\n" + "\n".join(shown)
-    )
-
-
-def _occurrence_lines(content: str, old: str) -> list[int]:
-    found, start = [], 0
-    while (position := content.find(old, start)) != -1:
-        found.append(content[:position].count("\n") + 1)
-        start = position + 1
-    return found
-
-
-def _not_found(path: str) -> ToolError:
-    return ToolError(f"The path {path} does not exist. Please provide a valid path.")
-
-
-# --- the commands, once for both tools -------------------------------------------------------
+# --- the commands, once for both tools: the facts through the SDK, the rules in core -------
 
 
 class _Commands:
-    """The six commands as scripts of SDK calls, shared by the sync and async tools."""
+    """The six commands as scripts of SDK calls, shared by the sync and async tools.
+
+    Each gathers what :mod:`memdir.core.memory_tool` decides on (is there a file, files beneath
+    a directory, a file's content) and answers with its text.
+    """
 
     def __init__(
         self,
@@ -173,20 +111,11 @@ class _Commands:
         self.context_budget = context_budget
 
     def resolve(self, path: str) -> str:
-        """The store path of a tool path; ToolError outside ``/memories`` (reference wording)."""
-        if not isinstance(path, str) or not (path == ROOT or path.startswith(ROOT + "/")):
-            raise ToolError(f"Path must start with /memories, got: {path}")
-        parts: list[str] = []
-        for segment in path[len(ROOT) :].split("/"):  # `..` resolved as the reference does
-            if segment == "..":
-                if not parts:
-                    raise ToolError(f"Path {path} would escape /memories directory")
-                parts.pop()
-            elif segment not in ("", "."):
-                parts.append(segment)
-        if not parts:
+        """The store path of a tool path; refused outside ``/memories`` (reference wording)."""
+        relative = text.relative_path(path)
+        if relative == "/":
             return self.root
-        return ("" if self.root == "/" else self.root) + "/" + "/".join(parts)
+        return ("" if self.root == "/" else self.root) + relative
 
     def _read(self, target: str) -> _Do:
         return _Do("read", (target,), {"store": self.store})
@@ -214,24 +143,32 @@ class _Commands:
             return []
         return [e for e in entries if e.kind == "file" and e.path != target]
 
+    def _kind(self, target: str) -> Generator[_Do, Any, text.Kind]:
+        """What ``target`` names: a file, a directory (files beneath it, or the root), nothing."""
+        if target == self.root:
+            return "directory"
+        if (yield from self._file(target)) is not None:
+            return "file"
+        return "directory" if (yield from self._files_under(target)) else None
+
     def _existing_file(self, path: str, target: str) -> Generator[_Do, Any, FileView]:
         found = yield from self._file(target)
         if found is not None:
             return found
         if (yield from self._files_under(target)) or target == self.root:
-            raise ToolError(f"The path {path} is not a file.")
-        raise _not_found(path)
+            raise Refusal(text.not_a_file(path))
+        raise Refusal(text.not_found(path))
 
     def view(self, command: BetaMemoryTool20250818ViewCommand) -> _Script:
         target = self.resolve(command.path)
         found = yield from self._file(target)
         if found is not None:
-            return _file_view(command.path, found.content, command.view_range)
+            return text.file_view(command.path, found.content, command.view_range)
         entries = yield from self._files_under(target)
         if not entries and target != self.root:
-            raise _not_found(command.path)
+            raise Refusal(text.not_found(command.path))
         base = len(target) + 1 if target != "/" else 1
-        listing = _directory_view(command.path, [(e.path[base:], e.size) for e in entries])
+        listing = text.directory_view(command.path, [(e.path[base:], e.size) for e in entries])
         if self.context_budget is not None and target == self.root:
             budget, self.context_budget = self.context_budget, None  # the first view only
             context: str = yield _Do("context", (), {"budget": budget, "store": self.store})
@@ -243,96 +180,79 @@ class _Commands:
         try:
             yield self._change("write", target, command.file_text, if_absent=True)
         except PreconditionFailed:
-            raise ToolError(f"File {command.path} already exists") from None
-        return f"File created successfully at: {command.path}"
+            raise Refusal(text.already_exists(command.path)) from None
+        return text.created(command.path)
 
     def str_replace(self, command: BetaMemoryTool20250818StrReplaceCommand) -> _Script:
         target = self.resolve(command.path)
         old, new = command.old_str, command.new_str
         for _ in range(_EDIT_ATTEMPTS):
             found = yield from self._existing_file(command.path, target)
-            lines = _occurrence_lines(found.content, old)
-            if not lines:
-                raise ToolError(
-                    f"No replacement was performed, old_str `{old}` did not appear verbatim "
-                    f"in {command.path}."
-                )
-            if len(lines) > 1:
-                raise ToolError(
-                    f"No replacement was performed. Multiple occurrences of old_str `{old}` in "
-                    f"lines: {', '.join(map(str, lines))}. Please ensure it is unique"
-                )
-            if old == new:  # the reference reports the edit; memdir makes no empty version
-                return _snippet(found.content, lines[0] - 1)
+            content, line = text.plan_replace(command.path, found.content, old, new)
+            operation = text.replace_operation(target, old, new, content, found.sha256)
             try:
-                yield self._change("str_replace", target, old, new, if_match=found.sha256)
+                yield self._change("commit", [operation])
             except PreconditionFailed:
                 continue  # another writer got in between: look again
-            return _snippet(found.content.replace(old, new), lines[0] - 1)
-        raise ToolError(f"{command.path} kept changing while being edited; view it and retry")
+            return text.replaced(content, line)
+        raise Refusal(text.kept_changing(command.path))
 
     def insert(self, command: BetaMemoryTool20250818InsertCommand) -> _Script:
         target = self.resolve(command.path)
         for _ in range(_EDIT_ATTEMPTS):
             found = yield from self._existing_file(command.path, target)
-            lines = found.content.split("\n")
-            if lines[-1] == "":
-                lines.pop()
-            if command.insert_line < 0 or command.insert_line > len(lines):
-                raise ToolError(
-                    f"Invalid `insert_line` parameter: {command.insert_line}. "
-                    f"It should be within the range [0, {len(lines)}]."
-                )
-            lines.insert(command.insert_line, command.insert_text.rstrip("\n"))
-            content = "\n".join(lines)
-            content += "" if content.endswith("\n") else "\n"
+            content = text.plan_insert(
+                command.path, found.content, command.insert_line, command.insert_text
+            )
             try:
-                yield self._change("write", target, content, if_match=found.sha256)
+                yield self._change("commit", [text.insert_operation(target, content, found.sha256)])
             except PreconditionFailed:
                 continue
-            return f"The file {command.path} has been edited."
-        raise ToolError(f"{command.path} kept changing while being edited; view it and retry")
+            return text.edited(command.path)
+        raise Refusal(text.kept_changing(command.path))
 
     def delete(self, command: BetaMemoryTool20250818DeleteCommand) -> _Script:
         target = self.resolve(command.path)
-        if target == self.root:
-            raise ToolError("Cannot delete the /memories directory itself")
+        _refuse(text.delete_refusal(command.path, target="directory", is_root=target == self.root))
         try:
             yield self._change("delete", target)
         except NotFound:
             entries = yield from self._files_under(target)
-            if not entries:
-                raise ToolError(f"The path {command.path} does not exist") from None
+            kind: text.Kind = "directory" if entries else None
+            _refuse(text.delete_refusal(command.path, target=kind, is_root=False))
             yield self._change("commit", [Delete(e.path, if_match=e.sha256) for e in entries])
-        return f"Successfully deleted {command.path}"
+        return text.deleted(command.path)
 
     def rename(self, command: BetaMemoryTool20250818RenameCommand) -> _Script:
         old, new = self.resolve(command.old_path), self.resolve(command.new_path)
-        if old == self.root:
-            raise ToolError("Cannot rename the /memories directory itself")
-        exists = ToolError(f"The destination {command.new_path} already exists")
-        # the reference's order: an existing destination is refused before the source is looked
-        # at (a file or a directory there, the root, or the source itself by another name)
-        if new == self.root or (yield from self._file(new)) is not None:
-            raise exists
-        if (yield from self._files_under(new)):
-            raise exists
+        moving_root = old == self.root
+        onto_itself = old == new
+        destination = None if moving_root or onto_itself else (yield from self._kind(new))
+        source = None if moving_root or destination else (yield from self._kind(old))
+        refusal = text.rename_refusal(
+            command.old_path,
+            command.new_path,
+            source=source,
+            destination=destination,
+            source_is_root=moving_root,
+            into_source=new.startswith(old + "/"),
+            onto_itself=onto_itself,
+        )
+        _refuse(refusal)
         try:
-            yield self._change("rename", old, new)
-        except PathConflict:
-            raise exists from None
-        except NotFound:
-            entries = yield from self._files_under(old)
-            if not entries:
-                raise ToolError(f"The path {command.old_path} does not exist") from None
-            if new == self.root or new.startswith(old + "/"):
-                raise exists from None
-            moves = [Rename(e.path, new + e.path[len(old) :], if_match=e.sha256) for e in entries]
-            try:
+            if source == "file":
+                yield self._change("rename", old, new)
+            else:
+                entries = yield from self._files_under(old)
+                moves = [
+                    Rename(e.path, new + e.path[len(old) :], if_match=e.sha256) for e in entries
+                ]
                 yield self._change("commit", moves)
-            except PathConflict:
-                raise exists from None
-        return f"Successfully renamed {command.old_path} to {command.new_path}"
+        except PathConflict:
+            if (yield from self._kind(new)) is not None:  # written meanwhile
+                raise Refusal(text.destination_exists(command.new_path)) from None
+            raise  # memdir's own reason (a file where the destination needs a directory)
+        return text.renamed(command.old_path, command.new_path)
 
     def clear_all(self) -> _Script:
         entries = yield from self._files_under(self.root)
@@ -410,6 +330,8 @@ class MemoryTool(BetaAbstractMemoryTool):
                     step = script.send(value)
         except StopIteration as stop:
             return str(stop.value)
+        except Refusal as refusal:
+            raise ToolError(refusal.text) from None
         except MemdirError as error:
             raise _refusal(error, self._commands.root) from error
 
@@ -471,6 +393,8 @@ class AsyncMemoryTool(BetaAsyncAbstractMemoryTool):
                     step = script.send(value)
         except StopIteration as stop:
             return str(stop.value)
+        except Refusal as refusal:
+            raise ToolError(refusal.text) from None
         except MemdirError as error:
             raise _refusal(error, self._commands.root) from error
 

@@ -5,13 +5,16 @@ the whole store): with root ``/agents/bot``, the tool path ``/notes.md`` is the 
 ``/agents/bot/notes.md``. Agents trained on Claude's memory tool address memory as
 ``/memories/...``; with the alias on (the default), ``/memories`` and ``/memories/...`` name the
 root too, so ``/memories/org/rules.md`` is ``/org/rules.md`` under root ``/``. Results name
-paths the way the caller spelled them: with ``/memories`` if the caller used it.
+paths the way the caller spelled them: with ``/memories`` if the caller used it. Under
+``/memories``, ``.`` and ``..`` resolve as the memory tool resolves them (``..`` above
+``/memories`` is refused in its words); other paths are plain store paths, without either.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from memdir.core import memory_tool
 from memdir.core.errors import InvalidPath
 from memdir.core.paths import normalize_prefix
 
@@ -46,7 +49,8 @@ class Namespace:
                 path=str(tool_path),
             )
         alias = self.memories_alias and (tool_path == ALIAS or tool_path.startswith(ALIAS + "/"))
-        relative = tool_path[len(ALIAS) :] if alias else tool_path
+        # under /memories, `.` and `..` resolve as Claude's memory tool resolves them
+        relative = memory_tool.relative_path(tool_path) if alias else tool_path
         try:
             relative = normalize_prefix(relative)  # validates; "/" for the root itself
         except InvalidPath as error:  # name the path as the caller wrote it

@@ -24,10 +24,10 @@ from mcp.server.mcpserver import Context
 from mcp_types import CallToolResult, TextContent
 from pydantic import Field
 
+from memdir.core import memory_tool
 from memdir.core.context import DEFAULT_BUDGET
 from memdir.core.errors import (
     SURFACE_WORDS,
-    EditConflict,
     InvalidInput,
     MemdirError,
     NotFound,
@@ -38,6 +38,7 @@ from memdir.core.errors import (
 )
 from memdir.core.model import (
     Delete,
+    FileView,
     Operation,
     Principal,
     Rename,
@@ -55,6 +56,8 @@ Ctx = Context[Any, Any]
 PrincipalForRequest = Callable[[Ctx], Principal]
 
 MAX_GREP_LINES = 200
+#: Reads and compare-and-swap writes an edit tries before it gives up on a busy file.
+_EDIT_ATTEMPTS = 5
 _log = logging.getLogger(__name__)
 
 # Argument types: the names and meaning of Claude's memory tool (memory_20250818).
@@ -179,6 +182,31 @@ class MemoryTools:
         """The error is about ``store_path`` itself (not, say, an unknown store)."""
         return error.details.get("path") == store_path
 
+    def _kind(self, principal: Principal, target: Resolved) -> memory_tool.Kind:
+        """What ``target`` names for ``principal``: a readable file, a directory (readable
+        files beneath it, or the root), or nothing."""
+        if self.ns.is_root(target):
+            return "directory"
+        try:
+            self.service.read(principal, self.store, target.store_path)
+        except NotFound as error:
+            if not self._is_missing(error, target.store_path):
+                raise
+        else:
+            return "file"
+        return "directory" if self._files_under(principal, target.store_path) else None
+
+    def _missing_file(self, principal: Principal, path: str, target: Resolved) -> Refusal:
+        """An edit's target that is no file: a directory, or nothing (the reference's words)."""
+        if self._kind(principal, target) == "directory":
+            return Refusal(render.not_a_file(path))
+        return Refusal(render.not_found(path))
+
+    @staticmethod
+    def _root_name(target: Resolved) -> str:
+        """The root as the caller names it: ``/memories`` through the alias, else ``/``."""
+        return ALIAS if target.alias else "/"
+
     def context_text(
         self,
         principal: Principal,
@@ -274,41 +302,17 @@ class MemoryTools:
     ) -> CallToolResult:
         def run(principal: Principal) -> str:
             target = self._resolve(path)
-            try:
-                result = self.service.str_replace(
-                    principal, self.store, target.store_path, old_str, new_str, if_match=if_match
+
+            def plan(found: FileView) -> tuple[Operation, str]:
+                content, line = memory_tool.plan_replace(path, found.content, old_str, new_str)
+                operation = memory_tool.replace_operation(
+                    target.store_path, old_str, new_str, content, found.sha256
                 )
-            except NotFound as error:
-                if self._is_missing(error, target.store_path):
-                    raise Refusal(render.not_found(path), error) from None
-                raise
-            except EditConflict as error:
-                if old_str == "":
-                    raise
-                if "lines" in error.details:
-                    raise Refusal(
-                        render.multiple_occurrences(old_str, error.details["lines"]), error
-                    ) from None
-                raise Refusal(render.no_match(old_str, path), error) from None
-            version = result.results[0].version
-            return self._replaced(principal, target.store_path, version, old_str, new_str)
+                return operation, render.replaced(content, line)
+
+            return self._edit(principal, path, target, if_match, plan)
 
         return self._call(ctx, path, run)
-
-    def _replaced(
-        self, principal: Principal, store_path: str, version: int, old: str, new: str
-    ) -> str:
-        """The edit's result with the reference's snippet, from the version it was applied to."""
-        try:
-            before = self.service.read(principal, self.store, store_path, version=version - 1)
-        except MemdirError:  # e.g. redacted in between: the snippet is a courtesy
-            return render.replaced(None, 0)
-        position = before.content.find(old)
-        if position < 0:
-            return render.replaced(None, 0)
-        content = before.content
-        after = content[:position] + new + content[position + len(old) :]
-        return render.replaced(after, content[:position].count("\n"))
 
     def insert(
         self,
@@ -325,29 +329,64 @@ class MemoryTools:
     ) -> CallToolResult:
         def run(principal: Principal) -> str:
             target = self._resolve(path)
-            text = insert_text.rstrip("\n")
-            try:
-                self.service.insert(
-                    principal, self.store, target.store_path, insert_line, text, if_match=if_match
-                )
-            except NotFound as error:
-                if self._is_missing(error, target.store_path):
-                    raise Refusal(render.not_found(path), error) from None
-                raise
-            except EditConflict as error:
-                if "line" in error.details and "lines" in error.details:
-                    count = int(error.details["lines"])
-                    raise Refusal(render.insert_out_of_range(insert_line, count), error) from None
-                raise
-            return render.edited(path)
+
+            def plan(found: FileView) -> tuple[Operation, str]:
+                content = memory_tool.plan_insert(path, found.content, insert_line, insert_text)
+                operation = memory_tool.insert_operation(target.store_path, content, found.sha256)
+                return operation, render.edited(path)
+
+            return self._edit(principal, path, target, if_match, plan)
 
         return self._call(ctx, path, run)
+
+    def _edit(
+        self,
+        principal: Principal,
+        path: str,
+        target: Resolved,
+        if_match: str | None,
+        plan: Callable[[FileView], tuple[Operation, str]],
+    ) -> str:
+        """An edit with the memory tool's rules: read the file, ``plan`` the change on what it
+        says (:mod:`memdir.core.memory_tool`), apply it with compare-and-swap on that version.
+        When another writer got in between, look again — unless the caller gave ``if_match``:
+        then the file must still be that version, and a changed one is the answer."""
+        if self.ns.is_root(target):
+            raise Refusal(render.not_a_file(path))
+        for _ in range(_EDIT_ATTEMPTS):
+            try:
+                found = self.service.read(principal, self.store, target.store_path)
+            except NotFound as error:
+                if self._is_missing(error, target.store_path):
+                    raise self._missing_file(principal, path, target) from None
+                raise
+            if if_match is not None and if_match != found.sha256:
+                raise PreconditionFailed(
+                    f"{path} changed: expected sha256 {if_match} but it has {found.sha256}",
+                    path=target.store_path,
+                    expected_sha256=if_match,
+                    current_sha256=found.sha256,
+                )
+            operation, answer = plan(found)
+            try:
+                self.service.commit(principal, self.store, [operation])
+            except PreconditionFailed:
+                if if_match is not None:
+                    raise
+                continue
+            return answer
+        raise Refusal(memory_tool.kept_changing(path))
 
     def delete(self, ctx: Ctx, path: ToolPath, if_match: IfMatch = None) -> CallToolResult:
         def run(principal: Principal) -> str:
             target = self._resolve(path)
-            if self.ns.is_root(target):
-                raise Refusal(render.cannot_touch_root("delete", path))
+            root = self._root_name(target)
+            is_root = self.ns.is_root(target)
+            refusal = memory_tool.delete_refusal(
+                path, target="directory", is_root=is_root, root=root
+            )
+            if refusal is not None:
+                raise Refusal(refusal)
             try:
                 self.service.delete(principal, self.store, target.store_path, if_match=if_match)
                 return render.deleted(path)
@@ -355,8 +394,10 @@ class MemoryTools:
                 if not self._is_missing(error, target.store_path):
                     raise
             files = self._files_under(principal, target.store_path)
-            if not files:
-                raise Refusal(render.not_found_short(path))
+            kind: memory_tool.Kind = "directory" if files else None
+            refusal = memory_tool.delete_refusal(path, target=kind, is_root=False, root=root)
+            if refusal is not None:
+                raise Refusal(refusal)
             self._no_if_match_on_directory(path, if_match)
             self.service.commit(principal, self.store, [Delete(p) for p, _ in files])
             return render.deleted(path)
@@ -372,23 +413,38 @@ class MemoryTools:
     ) -> CallToolResult:
         def run(principal: Principal) -> str:
             source, target = self._resolve(old_path), self._resolve(new_path)
-            if self.ns.is_root(source):
-                raise Refusal(render.cannot_touch_root("rename", old_path))
+            moving_root = self.ns.is_root(source)
+            onto_itself = source.store_path == target.store_path
+            destination = None if moving_root or onto_itself else self._kind(principal, target)
+            moving = None if moving_root or destination else self._kind(principal, source)
+            refusal = memory_tool.rename_refusal(
+                old_path,
+                new_path,
+                source=moving,
+                destination=destination,
+                source_is_root=moving_root,
+                into_source=target.store_path.startswith(source.store_path.rstrip("/") + "/"),
+                onto_itself=onto_itself,
+                root=self._root_name(source),
+            )
+            if refusal is not None:
+                raise Refusal(refusal)
             try:
-                self.service.rename(
-                    principal, self.store, source.store_path, target.store_path, if_match=if_match
-                )
-                return render.renamed(old_path, new_path)
-            except NotFound as error:
-                if not self._is_missing(error, source.store_path):
-                    raise
+                if moving == "file":
+                    self.service.rename(
+                        principal,
+                        self.store,
+                        source.store_path,
+                        target.store_path,
+                        if_match=if_match,
+                    )
+                else:
+                    self._rename_directory(principal, old_path, source, target, if_match)
             except PathConflict as error:
-                if error.details.get("new_path") == target.store_path or (
-                    error.details.get("path") == target.store_path and "holds" in error.details
-                ):
+                if self._kind(principal, target) is not None:  # written meanwhile
                     raise Refusal(render.destination_exists(new_path), error) from None
-                raise
-            return self._rename_directory(principal, old_path, new_path, source, target, if_match)
+                raise  # memdir's own reason (a file where the destination needs a directory)
+            return render.renamed(old_path, new_path)
 
         return self._call(ctx, old_path, run)
 
@@ -396,23 +452,16 @@ class MemoryTools:
         self,
         principal: Principal,
         old_path: str,
-        new_path: str,
         source: Resolved,
         target: Resolved,
         if_match: str | None,
-    ) -> str:
-        files = self._files_under(principal, source.store_path)
-        if not files:
-            raise Refusal(render.not_found_short(old_path))
+    ) -> None:
+        """Every file under ``source`` moved under ``target``, in one commit."""
         self._no_if_match_on_directory(old_path, if_match)
-        if target.store_path.startswith(source.store_path + "/"):
-            raise Refusal(f"Cannot move the directory {old_path} into itself ({new_path})")
-        if self._files_under(principal, target.store_path):
-            raise Refusal(render.destination_exists(new_path))
+        files = self._files_under(principal, source.store_path)
         cut = len(source.store_path)
         moves: list[Operation] = [Rename(p, target.store_path + p[cut:]) for p, _ in files]
         self.service.commit(principal, self.store, moves)
-        return render.renamed(old_path, new_path)
 
     @staticmethod
     def _no_if_match_on_directory(path: str, if_match: str | None) -> None:
