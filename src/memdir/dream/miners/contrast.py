@@ -265,6 +265,7 @@ class ContrastMiner:
         self.tools: set[str] = set()
         #: "tool|word" -> sentence -> [successful sessions that said it, their source classes]
         self.quotes: dict[str, dict[str, list[Any]]] = {}
+        self._own: dict[str, list[str]] | None = None  # _own_words() of self.tools
 
     # --- mining -------------------------------------------------------------------------
 
@@ -308,15 +309,24 @@ class ContrastMiner:
 
     def _quote(self, session: Session, tools: set[str]) -> None:
         """Keep the successful session's agent sentences that name a word of a tool it called."""
-        for tool in sorted(tools):
+        for tool in sorted(tools - self.tools):
             if len(self.tools) < MAX_TOOLS:
                 self.tools.add(tool)
-        words = {tool: tool_words(tool) for tool in tools}
+                self._own = None
+        # a word another tool's name holds is no tool's own word, now or later: only the
+        # words still a single tool's own are worth keeping sentences for
+        own = self._own_words()
+        words = {tool: names for tool in tools if (names := own.get(tool))}
+        if not words:
+            return
         cls = source_class(session.info)
         said: set[tuple[str, str]] = set()
         for event in session.events:
             if event.kind != "message" or event.role != "assistant" or not event.text:
                 continue
+            whole = _JOINERS.sub("", event.text.lower())
+            if not any(w in whole for names in words.values() for w in names):
+                continue  # names no tool: not worth splitting
             for sentence in sentences(event.text):
                 flat = _JOINERS.sub("", sentence.lower())
                 for tool, names in words.items():
@@ -335,16 +345,27 @@ class ContrastMiner:
                 row[1].append(cls)
                 row[1].sort()
 
+    def _own_words(self, extra: str | None = None) -> dict[str, list[str]]:
+        """Per tool seen (and ``extra``), the words of its name no other tool's name holds."""
+        if self._own is not None and (extra is None or extra in self.tools):
+            return self._own
+        named: dict[str, int] = {}  # word -> the number of tools whose names hold it
+        every = self.tools | ({extra} if extra else set())
+        for name in every:
+            for word in tool_words(name):
+                named[word] = named.get(word, 0) + 1
+        own = {name: [w for w in tool_words(name) if named[w] == 1] for name in every}
+        if extra is None or extra in self.tools:
+            self._own = own
+        return own
+
     def quotes_for(self, pattern: Pattern) -> list[tuple[str, int]]:
         """Up to :data:`MAX_QUOTES` sentences successful trials said about the pattern's tool
         (see the module docstring), each with the number of sessions that said it."""
         tool = str(pattern.subject.get("tool", ""))
-        named: dict[str, int] = {}  # word -> the number of tools whose names hold it
-        for name in self.tools | {tool}:
-            for word in tool_words(name):
-                named[word] = named.get(word, 0) + 1
-        mine = [w for w in tool_words(tool) if named[w] == 1]
-        alternatives = {w for w, n in named.items() if n == 1} - set(mine)
+        own = self._own_words(tool)
+        mine = own.get(tool, [])
+        alternatives = {w for name, names in own.items() if name != tool for w in names}
         allowed = set(pattern.sources)
         found: dict[str, int] = {}
         for word in mine:
@@ -395,6 +416,7 @@ class ContrastMiner:
         self.seen = {t: int(n) for t, n in state["seen"].items()}
         self.folded = {k: [int(x) for x in v] for k, v in state["folded"].items()}
         self.tools = set(state.get("tools", ()))
+        self._own = None
         self.quotes = {
             k: {text: [int(n), list(classes)] for text, (n, classes) in v.items()}
             for k, v in state.get("quotes", {}).items()
