@@ -33,12 +33,7 @@ needs_data = pytest.mark.skipif(  # under CI=true a missing data set is a failur
 )
 
 #: Fleets today's engine does not pass, with the root cause (issue: dreaming on real fleets).
-FAILING: dict[str, str] = {
-    "tau2-airline": "search_onestop_flight is found by the within-task contrast (odds ratio 5.2, "
-    "q = 0.03 over 22 tasks), but its draft states only the generic rule (check the policy "
-    "before the call): the rule the policy sets (one-stop only when no direct flight fits and "
-    "the user agrees) is in no figure the engine keeps",
-}
+FAILING: dict[str, str] = {}
 
 
 def _param(name: str) -> Any:

@@ -139,6 +139,35 @@ def test_the_retail_draft_carries_the_recovery_the_sessions_show(tmp_path: Path)
     assert "find_user_id_by_name_zip" in draft.rationale
 
 
+@needs_data
+def test_the_onestop_contrast_quotes_what_successful_trials_said(tmp_path: Path) -> None:
+    # the test's own reading: the agent text of successful airline trials that called
+    # search_onestop_flight, markup and whitespace flattened, one string per session
+    said: list[str] = []
+    for path in evaluate.recount.manifest_files(evaluate.recount.load("tau2-airline")):
+        data = json.loads(path.read_text("utf-8"))
+        for sim in data if isinstance(data, list) else data.get("simulations") or []:
+            reward = (sim.get("reward_info") or {}).get("reward")
+            messages = sim["messages"]
+            names = {c["name"] for m in messages for c in m.get("tool_calls") or []}
+            if reward != 1.0 or "search_onestop_flight" not in names:
+                continue
+            text = " ".join(str(m.get("content") or "") for m in messages
+                            if m["role"] == "assistant")  # fmt: skip
+            said.append(" ".join(re.sub(r"[*_`#>]+", "", text).split()).lower())
+    _, drafts = evaluate.evaluate("tau2-airline", tmp_path)
+    (draft,) = [d for d in drafts if d.pattern.subject.get("tool") == "search_onestop_flight"]
+    quoted = re.findall(r'^- "(.+)" \((\d+) sessions?\)$', _body(draft), re.M)
+    assert quoted, _body(draft)
+    for sentence, count in quoted:
+        assert "one-stop" in sentence.lower() or "onestop" in sentence.lower()
+        # each quote is agent text of that many successful trials (or more: the raw reading
+        # also finds it inside longer sentences)
+        assert sum(sentence.lower() in text for text in said) >= int(count) >= 1, sentence
+    # the alternative the successful trials searched first is named before the rest
+    assert "direct" in quoted[0][0].lower()
+
+
 # --- unit tests --------------------------------------------------------------------------
 
 
@@ -197,3 +226,58 @@ def test_next_step_names_what_worked_after_the_failure() -> None:
         ("lookup", {"q": "b"}, "ok", False),
     ], "failure")  # fmt: skip
     assert next_step(calls_of(s, rules), 0, None) == "went on without it"  # beyond the window
+
+
+def _trial(task: str, outcome: str, project: str, calls: list[str], says: str) -> Session:
+    events = [Event("message", role="assistant", text=says)]
+    for n, name in enumerate(calls):
+        events.append(Event("tool_call", name=name, call_id=f"c{n}", input={}))
+        events.append(Event("tool_result", call_id=f"c{n}", output="[]", is_error=False))
+    info = TranscriptInfo(
+        id=f"{task}-{outcome}-{project}", format="tau2", session_id="t", parent_session=None,
+        project=project, user=None, agent=None, task=None, labels=(), outcome=outcome,
+        score=None, started_at=None, ended_at=None, events=len(events), tool_calls=0,
+        tool_errors=0, redactions=0, imported_at=NOW, updated_at=NOW, imported_by="o",
+    )  # fmt: skip
+    return Session(info, events, {"task_id": task})
+
+
+def test_contrast_quotes_successful_trials_of_the_patterns_own_sources_only() -> None:
+    from memdir.dream.miners.base import MinerContext
+    from memdir.dream.miners.contrast import ContrastMiner, sentences, tool_words
+    from memdir.dream.model import Pattern, Thresholds
+    from memdir.dream.reduce import source_class
+
+    assert tool_words("search_onestop_flight") == ["flight", "onestop", "search"]
+    text = "## Direct Flights\n| a | b |\nHere:\nNo **direct** flights are available, sorry. Ok."
+    assert list(sentences(text)) == ["No direct flights are available, sorry."]
+    miner = ContrastMiner(MinerContext(FailureRules(), thresholds=Thresholds()))
+    both = ["search_direct_flight", "search_onestop_flight"]
+    sessions = [
+        _trial("1", "failure", "alpha", both, "Booked the one-stop flight you wanted, done."),
+        _trial("1", "success", "alpha", both,
+               "Let me search for direct flights first, then one-stop options if needed."),
+        _trial("1", "success", "alpha", both, "Here are the one-stop flights I found for you."),
+        _trial("2", "success", "beta", both, "Beta's secret one-stop route via the depot, yes."),
+    ]  # fmt: skip
+    for session in sessions:
+        list(miner.mine(session))
+    alpha = source_class(sessions[0].info)
+    pattern = Pattern("contrast", "k", "t", {"tool": "search_onestop_flight"}, sources={alpha: 1})
+    # what successful trials said, the one naming the alternative first; never a failed
+    # trial's words, never text from a source class the pattern does not come from
+    assert miner.quotes_for(pattern) == [
+        ("Let me search for direct flights first, then one-stop options if needed.", 1),
+        ("Here are the one-stop flights I found for you.", 1),
+    ]
+    lines = miner.note(pattern)[2]
+    assert '- "Here are the one-stop flights I found for you." (1 session)' in lines
+    # "search" and "flight" name both tools: only "direct" picks the other tool's quotes
+    assert miner.quotes_for(
+        Pattern("contrast", "k", "t", {"tool": "search_direct_flight"}, sources={alpha: 1})
+    ) == [
+        ("Let me search for direct flights first, then one-stop options if needed.", 1),
+    ]
+    restored = ContrastMiner(MinerContext(FailureRules(), thresholds=Thresholds()))
+    restored.load_state(json.loads(json.dumps(miner.state())))
+    assert restored.quotes_for(pattern) == miner.quotes_for(pattern)

@@ -34,6 +34,17 @@ least recently is folded into fixed per-feature sums (its stratum is final by th
 read in order) — and a session contributes at most :data:`MAX_FEATURES` features, so a task's
 table is bounded by the features its trials make; nothing grows with the number of sessions.
 
+**What successful trials said.** A contrast figure says which call goes with failure, not what
+to do instead; the sessions often say it. From each *successful* trial's agent messages the
+miner keeps the sentences that name a word of a tool the trial called (``search_onestop_flight``
+-> ``onestop``, matched with hyphens and spaces removed: "one-stop"), at most
+:data:`MAX_SENTENCES` per tool and word, each with the sessions that said it and their source
+classes. The draft quotes up to :data:`MAX_QUOTES` of them for the tool's *distinctive* words
+(in no other tool's name: ``flight`` names several tools, ``onestop`` one), only from the
+pattern's own source classes (text every reader of the proposal may read, as placement checks
+for the evidence), preferring sentences that also name another tool's distinctive word (the
+alternative: "direct flights first, then one-stop options"), then the most sessions.
+
 Signals: one per feature of each *failed* session that names a task (the reducer counts them,
 keeps examples); key ``tool|feature``; subject ``tool``, ``feature`` and, once annotated at
 the end, the stratified figures (also in the pattern's statistics).
@@ -51,11 +62,14 @@ from memdir.dream.miners.base import MinerContext, calls_of, excerpt
 from memdir.dream.miners.failures import FailureRules
 from memdir.dream.miners.signature import normalise_command
 from memdir.dream.model import MemoryText, Pattern, Session, Signal
+from memdir.dream.reduce import source_class
 from memdir.transcripts.model import bounded_key
 
 __all__ = [
     "ALPHA",
     "MAX_FEATURES",
+    "MAX_QUOTES",
+    "MAX_SENTENCES",
     "MAX_TASKS",
     "MIN_ODDS",
     "ContrastMiner",
@@ -67,6 +81,12 @@ __all__ = [
 MAX_FEATURES: Final = 64
 MAX_TASKS: Final = 4096
 MAX_VALUE: Final = 40
+MAX_QUOTES: Final = 3
+MAX_SENTENCES: Final = 64  # kept per (tool, word); later ones only add to those kept
+MAX_TOOLS: Final = 512  # tool names whose words are compared (distinctive words)
+_SPLIT: Final = re.compile(r"(?<=[.!?])\s+|\n+")
+_MARKUP: Final = re.compile(r"[*_`#>]+")
+_JOINERS: Final = re.compile(r"[\s\-]+")
 MIN_ODDS: Final = 3.0
 ALPHA: Final = 0.05
 _DIGIT: Final = re.compile(r"\d")
@@ -208,6 +228,28 @@ def benjamini_hochberg(p_values: dict[str, float]) -> dict[str, float]:
     return out
 
 
+def tool_words(tool: str) -> list[str]:
+    """The words of a tool's name a sentence may name it by (four letters or more)."""
+    parts = re.split(r"[^a-z]+", re.sub(r"([a-z])([A-Z])", r"\1_\2", tool).lower())
+    return sorted({p for p in parts if len(p) >= 4})
+
+
+def sentences(text: str) -> Iterator[str]:
+    """The plain sentences of an agent message: markup stripped; headings, table rows, list
+    lead-ins, records and fragments under five words or over 240 characters left out."""
+    for part in _SPLIT.split(text):
+        part = part.strip()
+        if part.startswith(("#", "|")) or part.endswith(":"):
+            continue  # headings, table rows and the lead-ins of lists are no sentences
+        sentence = " ".join(_MARKUP.sub("", part).split()).lstrip("-• ").strip()
+        if (
+            20 <= len(sentence) <= 240
+            and len(sentence.split()) >= 5
+            and not any(c in sentence for c in "|{}[]")
+        ):
+            yield sentence
+
+
 class ContrastMiner:
     name: ClassVar[str] = "contrast"
     category: ClassVar[str] = "known-failures"
@@ -220,6 +262,10 @@ class ContrastMiner:
         self.folded: dict[str, list[int]] = {}  # feature -> [a, b, c, d] of folded strata
         self.sessions = 0
         self._judged: dict[str, dict[str, Any]] | None = None
+        self.tools: set[str] = set()
+        #: "tool|word" -> sentence -> [successful sessions that said it, their source classes]
+        self.quotes: dict[str, dict[str, list[Any]]] = {}
+        self._own: dict[str, list[str]] | None = None  # _own_words() of self.tools
 
     # --- mining -------------------------------------------------------------------------
 
@@ -242,6 +288,7 @@ class ContrastMiner:
             row = table.setdefault(feature, [0, 0])
             row[0 if failed else 1] += 1
         if not failed:
+            self._quote(session, {tool for tool, _ in features.values()})
             return iter(())
         out = []
         shown: dict[int, str] = {}
@@ -259,6 +306,79 @@ class ContrastMiner:
                 )
             )
         return iter(out)
+
+    def _quote(self, session: Session, tools: set[str]) -> None:
+        """Keep the successful session's agent sentences that name a word of a tool it called."""
+        for tool in sorted(tools - self.tools):
+            if len(self.tools) < MAX_TOOLS:
+                self.tools.add(tool)
+                self._own = None
+        # a word another tool's name holds is no tool's own word, now or later: only the
+        # words still a single tool's own are worth keeping sentences for
+        own = self._own_words()
+        words = {tool: names for tool in tools if (names := own.get(tool))}
+        if not words:
+            return
+        cls = source_class(session.info)
+        said: set[tuple[str, str]] = set()
+        for event in session.events:
+            if event.kind != "message" or event.role != "assistant" or not event.text:
+                continue
+            whole = _JOINERS.sub("", event.text.lower())
+            if not any(w in whole for names in words.values() for w in names):
+                continue  # names no tool: not worth splitting
+            for sentence in sentences(event.text):
+                flat = _JOINERS.sub("", sentence.lower())
+                for tool, names in words.items():
+                    for word in names:
+                        if word in flat and (f"{tool}|{word}", sentence) not in said:
+                            said.add((f"{tool}|{word}", sentence))
+        for key, sentence in sorted(said):
+            kept = self.quotes.setdefault(key, {})
+            row = kept.get(sentence)
+            if row is None:
+                if len(kept) >= MAX_SENTENCES:
+                    continue
+                row = kept[sentence] = [0, []]
+            row[0] += 1
+            if cls not in row[1] and len(row[1]) < 16:
+                row[1].append(cls)
+                row[1].sort()
+
+    def _own_words(self, extra: str | None = None) -> dict[str, list[str]]:
+        """Per tool seen (and ``extra``), the words of its name no other tool's name holds."""
+        if self._own is not None and (extra is None or extra in self.tools):
+            return self._own
+        named: dict[str, int] = {}  # word -> the number of tools whose names hold it
+        every = self.tools | ({extra} if extra else set())
+        for name in every:
+            for word in tool_words(name):
+                named[word] = named.get(word, 0) + 1
+        own = {name: [w for w in tool_words(name) if named[w] == 1] for name in every}
+        if extra is None or extra in self.tools:
+            self._own = own
+        return own
+
+    def quotes_for(self, pattern: Pattern) -> list[tuple[str, int]]:
+        """Up to :data:`MAX_QUOTES` sentences successful trials said about the pattern's tool
+        (see the module docstring), each with the number of sessions that said it."""
+        tool = str(pattern.subject.get("tool", ""))
+        own = self._own_words(tool)
+        mine = own.get(tool, [])
+        alternatives = {w for name, names in own.items() if name != tool for w in names}
+        allowed = set(pattern.sources)
+        found: dict[str, int] = {}
+        for word in mine:
+            for sentence, (count, classes) in self.quotes.get(f"{tool}|{word}", {}).items():
+                if not allowed.intersection(classes):
+                    continue
+                found[sentence] = max(found.get(sentence, 0), int(count))
+
+        def rank(item: tuple[str, int]) -> tuple[bool, int, int, str]:
+            flat = _JOINERS.sub("", item[0].lower())
+            return (not any(w in flat for w in alternatives), -item[1], len(item[0]), item[0])
+
+        return sorted(found.items(), key=rank)[:MAX_QUOTES]
 
     def _fold(self) -> None:
         """Fold the least recently seen task's stratum into the fixed sums."""
@@ -283,6 +403,8 @@ class ContrastMiner:
             },
             "seen": dict(sorted(self.seen.items())),
             "folded": dict(sorted(self.folded.items())),
+            "tools": sorted(self.tools),
+            "quotes": {k: dict(sorted(v.items())) for k, v in sorted(self.quotes.items())},
         }
 
     def load_state(self, state: dict[str, Any]) -> None:
@@ -293,6 +415,12 @@ class ContrastMiner:
         }
         self.seen = {t: int(n) for t, n in state["seen"].items()}
         self.folded = {k: [int(x) for x in v] for k, v in state["folded"].items()}
+        self.tools = set(state.get("tools", ()))
+        self._own = None
+        self.quotes = {
+            k: {text: [int(n), list(classes)] for text, (n, classes) in v.items()}
+            for k, v in state.get("quotes", {}).items()
+        }
         self._judged = None
 
     # --- the pattern's own logic (see :mod:`.base`) -------------------------------------
@@ -378,6 +506,16 @@ class ContrastMiner:
             return False
         return not arg or memory.has_phrase(arg) or memory.has_phrase(arg.replace("=", " "))
 
+    def _quoted(self, pattern: Pattern) -> list[str]:
+        """The note's lines quoting what successful trials said about the tool (or none)."""
+        quotes = self.quotes_for(pattern)
+        if not quotes:
+            return []
+        tool = pattern.subject.get("tool", "")
+        lines = [f"What successful trials that called `{tool}` told the user about it:"]
+        lines += [f'- "{text}" ({n} session{"s" if n != 1 else ""})' for text, n in quotes]
+        return [*lines, ""]
+
     def slug_source(self, pattern: Pattern) -> str:
         return f"failing {pattern.subject.get('feature', '')}"
 
@@ -403,6 +541,7 @@ class ContrastMiner:
                 "policy did not allow. Rule: before this call, check the policy's conditions "
                 "for it and confirm them with the user; if they do not hold, do not make it.",
                 "",
+                *self._quoted(pattern),
                 "How to check: compare a failed and a successful trial of one task in the "
                 "evidence below.",
             ],
