@@ -143,9 +143,14 @@ def _time(value: str | None) -> dt.datetime | None:
     return None if value is None else dt.datetime.fromisoformat(value)
 
 
-@dataclass
+@dataclass(slots=True)
 class _Acc:
-    """What the reducer holds for one pattern (see the module docstring)."""
+    """What the reducer holds for one pattern (see the module docstring).
+
+    A pattern and its per-class parts share what neither changes in place — the subject
+    dicts (of the latest signal and of each variant's first), the excerpts (frozen) and the
+    task hashes — so a part costs its own counters only, not a second copy of its samples.
+    """
 
     miner: str
     key: str
@@ -180,10 +185,31 @@ class _Acc:
     tasks: TaskSketch = field(default_factory=TaskSketch)
 
     def clone(self) -> _Acc:
-        """A copy of the counters and samples (no parts, no links)."""
-        copy = _Acc.from_json(self.to_json())
-        copy.parts, copy.sole, copy.links = {}, None, {}
-        return copy
+        """A copy of the counters and samples (no parts, no links): its own containers, the
+        values nothing mutates in place (subjects, excerpts, variant metadata) shared."""
+        return _Acc(
+            miner=self.miner,
+            key=self.key,
+            title=self.title,
+            subject=self.subject,
+            sessions=self.sessions,
+            occurrences=self.occurrences,
+            agents=dict(self.agents),
+            projects=dict(self.projects),
+            users=dict(self.users),
+            first_seen=self.first_seen,
+            last_seen=self.last_seen,
+            examples=list(self.examples),
+            variants=dict(self.variants),
+            variant_meta=dict(self.variant_meta),
+            details=dict(self.details),
+            delta=self.delta,
+            seq=self.seq,
+            requires=set(self.requires),
+            known=self.known,
+            failed=self.failed,
+            tasks=TaskSketch(list(self.tasks.hashes)),
+        )
 
     def split(self) -> None:
         """Materialise the parts of a pattern seen in one class so far."""
@@ -206,12 +232,15 @@ class _Acc:
         cls: str,
         facts: _Facts,
         fresh: bool = True,
+        copies: _Copies | None = None,
     ) -> None:
         """Count one session's signals of this pattern (not its links); ``cls`` is the
         session's source class, so only the *other* classes its signals name are required.
         ``fresh``: the session's conversation had not counted this pattern yet (else only its
-        occurrences and examples count)."""
-        self.title, self.subject = group[-1].title, dict(group[-1].subject)
+        occurrences and examples count). ``copies``: the session's subject copies, shared
+        with the pattern's part."""
+        copies = copies if copies is not None else _Copies()
+        self.title, self.subject = group[-1].title, copies.subject(group[-1])
         self.seq = seq
         self.requires.update(o for s in group for o in s.origins if o != cls)
         self.seen(info.started_at)
@@ -226,12 +255,12 @@ class _Acc:
             self.known += 1
             self.failed += int(facts.failed)
         if facts.task is not None:
-            self.tasks.add(facts.task)
+            self.tasks.add_hash(facts.task)
         _count(self.agents, info.agent)
         _count(self.projects, info.project)
         _count(self.users, info.user)
         for signal in group:
-            self.count_variant(signal)
+            self.count_variant(signal, copies)
         for detail in sorted({d for signal in group for d in signal.details}):
             self.details[detail] = self.details.get(detail, 0) + 1
         _prune(self.details, MAX_VARIANTS)
@@ -256,11 +285,12 @@ class _Acc:
         self.examples.sort(key=example_rank)
         del self.examples[limit:]
 
-    def count_variant(self, signal: Signal) -> None:
+    def count_variant(self, signal: Signal, copies: _Copies) -> None:
         if signal.variant is None:
             return
         self.variants[signal.variant] = self.variants.get(signal.variant, 0) + 1
-        self.variant_meta.setdefault(signal.variant, (signal.title, dict(signal.subject)))
+        if signal.variant not in self.variant_meta:
+            self.variant_meta[signal.variant] = (signal.title, copies.subject(signal))
         if len(self.variants) >= 4 * MAX_VARIANTS:
             _prune(self.variants, MAX_VARIANTS)
             self.variant_meta = {k: v for k, v in self.variant_meta.items() if k in self.variants}
@@ -408,10 +438,27 @@ class _Acc:
 
 @dataclass(frozen=True, slots=True)
 class _Facts:
-    """What a session tells every pattern it shows: its outcome and its task."""
+    """What a session tells every pattern it shows: its outcome and its task (as its
+    :meth:`TaskSketch.hash_of`, one int object shared by every sketch that keeps it)."""
 
     failed: bool | None = None
-    task: str | None = None
+    task: int | None = None
+
+
+class _Copies:
+    """One session's copies of its signals' subjects (a reducer never keeps a miner's own
+    dict): made once per signal, so a pattern and its part hold the same copy."""
+
+    __slots__ = ("_made",)
+
+    def __init__(self) -> None:
+        self._made: dict[int, tuple[Signal, dict[str, Any]]] = {}
+
+    def subject(self, signal: Signal) -> dict[str, Any]:
+        made = self._made.get(id(signal))
+        if made is None or made[0] is not signal:
+            made = self._made[id(signal)] = (signal, dict(signal.subject))
+        return made[1]
 
 
 @dataclass
@@ -489,11 +536,13 @@ class Reducer:
         cls = source_class(info)
         self._seq += 1
         if session is not None:
-            facts = _Facts(session.failed, session.task)
+            failed, task = session.failed, session.task
         else:
             outcome = info.outcome
-            facts = _Facts(True if outcome == "failure" else False if outcome == "success"
-                           else None, info.task)  # fmt: skip
+            failed = True if outcome == "failure" else False if outcome == "success" else None
+            task = info.task
+        facts = _Facts(failed, None if task is None else TaskSketch.hash_of(task))
+        copies = _Copies()
         conversation = conversation_of(info)
         counted = self._conversations.pop(conversation, None)
         parts = counted is not None or info.parent_session is not None
@@ -530,13 +579,13 @@ class Reducer:
                 acc.sole = cls
             elif acc.sole != cls:
                 acc.split()
-            acc.count(info, group, self.max_examples, self._seq, cls, facts, fresh)
+            acc.count(info, group, self.max_examples, self._seq, cls, facts, fresh, copies)
             if acc.parts:
                 part = acc.parts.get(cls)
                 if part is None:
                     part = acc.parts[cls] = _Acc(ident[0], ident[1], group[0].title,
                                                  group[0].subject)  # fmt: skip
-                part.count(info, group, self.max_examples, self._seq, cls, facts, fresh)
+                part.count(info, group, self.max_examples, self._seq, cls, facts, fresh, copies)
             if not fresh:
                 continue
             for target in sorted(set((links or {}).get(f"{ident[0]}:{ident[1]}", ()))):
