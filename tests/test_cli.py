@@ -518,3 +518,26 @@ def test_memdir_read_imports_no_service_or_sqlalchemy(db: str) -> None:
         m for m in loaded if m.startswith(("sqlalchemy", "memdir.service", "memdir.dream"))
     )
     assert not heavy, heavy
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [("ls", "/org"), ("search", "hello"), ("write", "/org/b.md", "--create")],
+    ids=["ls", "search", "write"],
+)
+def test_cli_verbs_import_no_dream_engine(db: str, argv: tuple[str, ...]) -> None:
+    """The service loads the dream engine, backtests and transcript importers only for the
+    verbs that run them: ``ls``, ``search`` and ``write`` never import ``memdir.dream*``."""
+    run(db, "write", "/org/a.md", "--create", input="hello\n")
+    proc = subprocess.run(
+        [sys.executable, "-X", "importtime", "-m", "memdir.cli", "--db", db, *argv],
+        input="hello again\n", capture_output=True, text=True, check=False,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    loaded = {line.rsplit("|", 1)[-1].strip() for line in proc.stderr.splitlines() if "|" in line}
+    assert "memdir.service" in loaded and "memdir.dreams" in loaded  # the mixin, not the engine
+    engine = sorted(m for m in loaded if m.startswith("memdir.dream."))
+    assert engine == [], engine
+    importers = sorted(m for m in loaded if m in {"memdir.transcripts.importing",
+                                                  "memdir.transcripts.redact"})  # fmt: skip
+    assert importers == [], importers

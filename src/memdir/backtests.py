@@ -23,7 +23,7 @@ import hashlib
 import time
 from collections.abc import Iterator, Sequence
 from dataclasses import replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 
@@ -31,18 +31,16 @@ from memdir.core.content import sha256_hex
 from memdir.core.errors import InvalidInput, MemdirError
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import Principal, Provenance
-from memdir.dream import backtest as bt
-from memdir.dream import quality
-from memdir.dream.engine import Engine, EngineConfig
-from memdir.dream.miners.failures import FailureRules
-from memdir.dream.model import Draft, MemoryFile, Pattern, Session
-from memdir.dream.report import Outcome, build
-from memdir.dream.selection import load_events
 from memdir.dreams import PAGE, DreamConfig, DreamRun, DreamsMixin, Progress, _meta
 from memdir.proposals import operation_paths
 from memdir.rows import aware, utcnow
 from memdir.storage.schema import proposals
 from memdir.transcripts.store import info_from_row
+
+if TYPE_CHECKING:  # the engine and the backtest load on the first backtest, not with the service
+    from memdir.dream import backtest as bt
+    from memdir.dream.model import Draft, MemoryFile, Pattern, Session
+    from memdir.dream.report import Outcome
 
 __all__ = ["HALVES_SEED", "BacktestsMixin"]
 
@@ -58,6 +56,8 @@ def _memory_files(files: dict[str, str], before: dict[str, MemoryFile]) -> list[
     """The scratch copy as memory files: unchanged ones as pinned, written ones new (their
     change time unknown, so a later session is not read as failing *after* the note: those
     sessions never had it in context)."""
+    from memdir.dream.model import MemoryFile
+
     out = []
     for path in sorted(files):
         content = files[path]
@@ -125,6 +125,8 @@ class BacktestsMixin(DreamsMixin):
         list[Any], int
     ]:  # fmt: skip
         """The selected transcript rows in backtest order, and how many lack ``started_at``."""
+        from memdir.dream import backtest as bt
+
         rows = [r for page, _ in self._candidates(principal, store_id, config.selection, None)
                 for r in page]  # fmt: skip
         missing = sum(1 for r in rows if r.started_at is None)
@@ -136,6 +138,9 @@ class BacktestsMixin(DreamsMixin):
         return rows, missing
 
     def _sessions(self, rows: Sequence[Any]) -> Iterator[Session]:
+        from memdir.dream.model import Session
+        from memdir.dream.selection import load_events
+
         for start in range(0, len(rows), PAGE):
             page = rows[start : start + PAGE]
             with self.db.read() as repo:
@@ -148,6 +153,12 @@ class BacktestsMixin(DreamsMixin):
         self, principal: Principal, store: str, row: Any, config: DreamConfig,
         split: float | dt.datetime, keep: str | None, progress: Progress | None,
     ) -> DreamRun:  # fmt: skip
+        from memdir.dream import backtest as bt
+        from memdir.dream import quality
+        from memdir.dream.engine import Engine, EngineConfig
+        from memdir.dream.miners.failures import FailureRules
+        from memdir.dream.report import Outcome, build
+
         began = time.perf_counter()
         memory = self._memory(row.store_id, dict(row.memory))
         rules = FailureRules()
@@ -286,6 +297,8 @@ class BacktestsMixin(DreamsMixin):
         resolve: Any, wrote: dict[str, list[str]], loops: dict[str, list[str]],
         keep: str | None, k: int, later_titles: dict[str, str],
     ) -> dict[str, Any]:  # fmt: skip
+        from memdir.dream import backtest as bt
+
         titles = {**later_titles, **{resolve(pid): p.title for pid, p in proposed.items()}}
         per_proposal = []
         for draft in drafts:
@@ -324,6 +337,8 @@ class BacktestsMixin(DreamsMixin):
         ``limit`` runs oldest first (``runs``) — proposals by origin, miner and scope, review
         outcomes and acceptance rate, backtest coverage and bound, the checks, tokens and cost
         per accepted proposal (:func:`memdir.dream.quality.run_summary`)."""
+        from memdir.dream import quality
+
         if run_id is not None:
             runs = [self.get_dream_run(principal, store, run_id)]
         else:
@@ -366,6 +381,7 @@ class BacktestsMixin(DreamsMixin):
         (:mod:`memdir.dream.replay`): the files run ``run``'s accepted proposals wrote, or,
         without ``run``, every readable file a dream wrote (``source: dream``). Needs a model."""
         from memdir.dream.llm import model_from_spec
+        from memdir.dream.model import MemoryFile, Session
         from memdir.dream.replay import replay
 
         port = model_from_spec(model)
@@ -421,6 +437,8 @@ class BacktestsMixin(DreamsMixin):
 
 
 def _draft_outcome(draft: Draft) -> Outcome:
+    from memdir.dream.report import Outcome
+
     paths = tuple(sorted({p for op in draft.operations for p in operation_paths(op)}))
     return Outcome(draft.pattern, None, None, paths, draft.rationale, draft.confidence,
                    tuple(draft.flags))  # fmt: skip

@@ -50,7 +50,7 @@ import time
 import uuid
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 
@@ -60,12 +60,6 @@ from memdir.core.errors import Conflict, Forbidden, InvalidInput, MemdirError, N
 from memdir.core.frontmatter import parse_frontmatter
 from memdir.core.model import CommitResult, Principal, Provenance
 from memdir.core.results import DreamRun
-from memdir.dream.engine import Engine, EngineConfig, EngineResult
-from memdir.dream.model import Draft, MemoryFile, Session, Signal, Thresholds
-from memdir.dream.placement import Audience
-from memdir.dream.reduce import json_object, json_text, source_class, source_scopes
-from memdir.dream.report import Outcome, build
-from memdir.dream.selection import Selection, load_events, select_page
 from memdir.history import HistoryMixin
 from memdir.proposals import ProposalsMixin, operation_paths, sources_readable
 from memdir.rows import aware, utcnow
@@ -75,6 +69,13 @@ from memdir.storage.schema import dream_runs, principals, proposals, transcripts
 from memdir.transcripts.model import TranscriptInfo
 from memdir.transcripts.service import allowed as transcript_allowed
 from memdir.transcripts.store import info_from_row
+
+if TYPE_CHECKING:  # the engine loads on the first dream call, not with the service
+    from memdir.dream.engine import Engine, EngineResult
+    from memdir.dream.model import Draft, MemoryFile, Session, Signal, Thresholds
+    from memdir.dream.placement import Audience
+    from memdir.dream.report import Outcome
+    from memdir.dream.selection import Selection
 
 __all__ = ["DreamConfig", "DreamRun", "DreamsMixin", "Progress"]
 
@@ -97,18 +98,30 @@ RUN_STATUSES: Final = ("running", "interrupted", "failed", "finished")
 Progress = Callable[[str, int, int], None]
 
 
+def _selection() -> Selection:  # the defaults, imported only when a run is configured
+    from memdir.dream.selection import Selection
+
+    return Selection()
+
+
+def _thresholds() -> Thresholds:
+    from memdir.dream.model import Thresholds
+
+    return Thresholds()
+
+
 @dataclass(frozen=True)
 class DreamConfig:
     """What a run reads and how it decides (recorded on the run; a resume reuses it)."""
 
-    selection: Selection = field(default_factory=Selection)
+    selection: Selection = field(default_factory=_selection)
     since_last: bool = False
     model: str = "offline"
     instructions: str | None = None
     budget_tokens: int | None = None
     budget_usd: float | None = None
     batches: bool = False
-    thresholds: Thresholds = field(default_factory=Thresholds)
+    thresholds: Thresholds = field(default_factory=_thresholds)
     miners: tuple[str, ...] | None = None
     dry_run: bool = False
 
@@ -133,8 +146,10 @@ class DreamConfig:
         miners: Sequence[str] | None = None,
         dry_run: bool = DEFAULTS.dry_run,
     ) -> DreamConfig:
-        """A configuration from the flat options every surface offers (CLI, REST, SDK); the
-        defaults are :data:`memdir.core.dream_options.DEFAULTS`."""
+        """A configuration from every surface's flat options (defaults: ``DEFAULTS``)."""
+        from memdir.dream.model import Thresholds
+        from memdir.dream.selection import Selection
+
         selection = Selection(
             since=since, until=until, agent=agent, project=project, outcome=outcome, limit=limit
         )
@@ -166,6 +181,8 @@ class DreamConfig:
 
     @classmethod
     def from_json(cls, data: dict[str, Any], selection: Selection) -> DreamConfig:
+        from memdir.dream.model import Thresholds
+
         t = data.get("thresholds") or {}
         miners = data.get("miners")
         return cls(
@@ -293,6 +310,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         return row, config
 
     def _resume_row(self, principal: Principal, store: str, run_id: str) -> tuple[Row, DreamConfig]:
+        from memdir.dream.selection import Selection
+
         with self.db.write() as repo:
             srow = self._store_row(repo, store)
             row = self._run_row(repo, srow.id, principal, run_id)
@@ -315,6 +334,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
 
     def _memory(self, store_id: int, manifest: dict[str, list[str]]) -> list[MemoryFile]:
         """The pinned memory: each manifest entry is ``[sha256, updated_at]`` at the start."""
+        from memdir.dream.model import MemoryFile
+
         files: list[MemoryFile] = []
         with self.db.read() as repo:
             for path in sorted(manifest):
@@ -338,6 +359,10 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         config: DreamConfig,
         progress: Progress | None,
     ) -> DreamRun:
+        from memdir.dream.engine import Engine, EngineConfig
+        from memdir.dream.reduce import source_scopes
+        from memdir.dream.report import build
+
         began = time.perf_counter()
         memory = self._memory(row.store_id, dict(row.memory))
         created = aware(row.created_at)
@@ -375,7 +400,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             },
             "source_scopes": [source_scopes(c) for c in sorted(state.classes)],
             "memory_files": len(memory), "usage": usage,
-            "budget_stopped": bool(assistant is not None and _stopped(assistant)),
+            "budget_stopped": bool(assistant is not None and assistant.state.stopped),
             "model_review": assistant.state.to_json() if assistant is not None else None,
             "model_summary": assistant.state.summary() if assistant is not None else [],
             "seconds": round(time.perf_counter() - began, 3),
@@ -388,8 +413,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         return self.get_dream_run(principal, store, row.id)
 
     def _audience(self, store_id: int) -> Audience:
-        """``audience(paths, scopes)``: may every principal that reads one of ``paths`` read a
-        transcript with these scope labels? (Registered principals, by policy, untokened.)"""
+        """``audience(paths, scopes)``: may every (registered, untokened) reader of one of
+        ``paths`` read a transcript with these scope labels?"""
         with self.db.read() as repo:
             policy = self._policies.get(repo, store_id)
             people = [
@@ -424,6 +449,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
     ) -> Iterator[tuple[list[Any], str]]:
         """Pages of readable transcript rows in id order after ``after`` (within the limit),
         each with the last candidate id it covered (the checkpoint cursor)."""
+        from memdir.dream.selection import select_page
+
         taken = 0
         while True:
             with self.db.read() as repo:
@@ -445,6 +472,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         self, principal: Principal, store_id: int, selection: Selection
     ) -> tuple[int, set[str]]:
         """How many transcripts the run selects, and their source classes."""
+        from memdir.dream.reduce import source_class
+
         count, classes = 0, set[str]()
         for page, _ in self._candidates(principal, store_id, selection, None):
             count += len(page)
@@ -462,6 +491,9 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         memory: list[MemoryFile],
         progress: Progress | None,
     ) -> None:
+        from memdir.dream.model import Session
+        from memdir.dream.selection import load_events
+
         last_save = time.monotonic()
         since_save = 0
         buffer: list[Session] = []
@@ -480,7 +512,7 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
                 state.engine.add(session)
                 state.agents.add(r.agent or "")
                 state.projects.add(r.project or "")
-                if assistant is not None and not _stopped(assistant):
+                if assistant is not None and not assistant.state.stopped:  # else: offline
                     buffer.append(session)
                 state.processed += 1
                 since_save += 1
@@ -519,6 +551,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
             progress("model", assistant.usage.requests, 0)
 
     def _checkpoint(self, run_id: str, state: _State, assistant: Any, **values: Any) -> None:
+        from memdir.dream.reduce import json_object, json_text
+
         usage = assistant.usage.to_json() if assistant is not None else None
         data = {
             "last_id": state.last_id,
@@ -559,6 +593,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
         progress: Progress | None,
     ) -> list[Outcome]:
         """Queue each draft as a proposal (or record why not); one transaction per draft."""
+        from memdir.dream.report import Outcome
+
         outcomes = [Outcome(p, None, reason) for p, reason in result.left_out]
         with self.db.read() as repo:
             done = {  # a pattern may be placed in several scopes: one proposal per placement
@@ -709,6 +745,8 @@ class DreamsMixin(HistoryMixin, ProposalsMixin):
 def _recorded_scopes(row: Row) -> list[dict[str, str]] | None:
     """The source classes a run recorded (report, else checkpoint); None when it recorded
     none although it may have read something (a run from before they were recorded)."""
+    from memdir.dream.reduce import source_scopes
+
     if isinstance(row.report, dict) and isinstance(row.report.get("source_scopes"), list):
         return [dict(s) for s in row.report["source_scopes"] if isinstance(s, dict)]
     if row.checkpoint:
@@ -729,6 +767,8 @@ def _store_scopes(repo: Repository, store_id: int) -> list[dict[str, str]]:
 
 
 def _proposed(draft: Draft, pid: str, paths: tuple[str, ...]) -> Outcome:
+    from memdir.dream.report import Outcome
+
     return Outcome(draft.pattern, pid, None, paths, draft.rationale, draft.confidence,
                    tuple(draft.flags))  # fmt: skip
 
@@ -736,11 +776,6 @@ def _proposed(draft: Draft, pid: str, paths: tuple[str, ...]) -> Outcome:
 def _window(assistant: Any) -> int:
     """Sessions to buffer before a model review: every sub-agent gets a full batch."""
     return int(assistant.batch_size * assistant.concurrency)
-
-
-def _stopped(assistant: Any) -> bool:
-    """The model is out of budget (or failed for good): the run goes on offline."""
-    return bool(assistant.state.stopped)
 
 
 def _assistant(config: DreamConfig, checkpoint: dict[str, Any] | None) -> Any:

@@ -36,33 +36,34 @@ from urllib.parse import parse_qsl, unquote, urlsplit
 
 from memdir.guard.base import Document, Finding
 from memdir.guard.encoded import decoded_words
+from memdir.guard.lazy import LazyRegex
 
 __all__ = ["MAX_QUERY", "ExfilLinkDetector"]
 
 #: A query string longer than this (characters) is treated as a data carrier.
 MAX_QUERY: Final = 100
 
-_URL: Final = re.compile(r"\bhttps?://[^\s<>\"'`)\]]+", re.IGNORECASE)
-_IMAGE_PREFIX: Final = re.compile(r"!\[[^\]\n]*\]\(\s*<?")
+_URL: Final = LazyRegex(r"\bhttps?://[^\s<>\"'`)\]]+", re.IGNORECASE)
+_IMAGE_PREFIX: Final = LazyRegex(r"!\[[^\]\n]*\]\(\s*<?")
 _TEMPLATE_CHARS: Final = ("{", "$", "<", "[", "%7b", "%7B")
 _SENSITIVE: Final = (
     r"(?:secret|token|key|passw|pwd|cred|cookie|session|auth|data|conversation|convo|history"
     r"|chat|message|prompt|context|memory|memories|env|summary|info|input|content|payload"
     r"|email|ssn|user)"
 )
-_TEMPLATE: Final = re.compile(
+_TEMPLATE: Final = LazyRegex(
     rf"\{{\{{?\s*[\w.-]*{_SENSITIVE}[\w.-]*\s*\}}\}}?|\$\{{?[A-Z_]*{_SENSITIVE}[A-Z_]*\}}?"
     rf"|<[\w-]*{_SENSITIVE}[\w-]*>|\[[\w-]*{_SENSITIVE}[\w-]*\]"
     rf"|%7B%7B?[\w.-]*{_SENSITIVE}[\w.-]*%7D",
     re.IGNORECASE,
 )
-_SENSITIVE_NAME: Final = re.compile(rf"{_SENSITIVE}|^(?:d|p|pw|msg|body|b64|enc)$", re.IGNORECASE)
+_SENSITIVE_NAME: Final = LazyRegex(rf"{_SENSITIVE}|^(?:d|p|pw|msg|body|b64|enc)$", re.IGNORECASE)
 #: Parameter names that carry a secret in any link, not only an image.
-_SECRET_NAME: Final = re.compile(r"passw|^pwd$|^pw$|secret|^ssn$", re.IGNORECASE)
-_IMG_SRC: Final = re.compile(r"<img\b[^>]*\bsrc\s*=\s*[\"']?$", re.IGNORECASE)
-_B64_RUN: Final = re.compile(r"[A-Za-z0-9+/_-]{24,}={0,2}")
-_B64_SEGMENT: Final = re.compile(r"[A-Za-z0-9+_-]{16,}={0,2}")
-_HEX_RUN: Final = re.compile(r"[0-9a-fA-F]{32,}")
+_SECRET_NAME: Final = LazyRegex(r"passw|^pwd$|^pw$|secret|^ssn$", re.IGNORECASE)
+_IMG_SRC: Final = LazyRegex(r"<img\b[^>]*\bsrc\s*=\s*[\"']?$", re.IGNORECASE)
+_B64_RUN: Final = LazyRegex(r"[A-Za-z0-9+/_-]{24,}={0,2}")
+_B64_SEGMENT: Final = LazyRegex(r"[A-Za-z0-9+_-]{16,}={0,2}")
+_HEX_RUN: Final = LazyRegex(r"[0-9a-fA-F]{32,}")
 
 
 def _encoded(value: str, min_len: int) -> str | None:

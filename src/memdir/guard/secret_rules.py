@@ -13,6 +13,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Final
 
+from memdir.guard.lazy import LazyRegex
+
 __all__ = [
     "HAND_PATTERNS",
     "PLUGIN_RULES",
@@ -22,12 +24,12 @@ __all__ = [
     "looks_like_placeholder",
 ]
 
-_TEMPLATED = re.compile(r"^(?:\$\{?|\{\{?|<|%\(|\[)|(?:\}\}?|>|\)s|\])$")
-_PLACEHOLDER_WORDS = re.compile(
+_TEMPLATED = LazyRegex(r"^(?:\$\{?|\{\{?|<|%\(|\[)|(?:\}\}?|>|\)s|\])$")
+_PLACEHOLDER_WORDS = LazyRegex(
     r"your|example|placeholder|redacted|changeme|dummy|sample|xxx|\.\.\.|<|>|todo|fixme|here",
     re.IGNORECASE,
 )
-_IDENTIFIER_ONLY = re.compile(r"^(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z]{4,})$")
+_IDENTIFIER_ONLY = LazyRegex(r"^(?:[A-Za-z][A-Za-z0-9]*_[A-Za-z0-9_]+|[A-Z]{4,})$")
 _STAND_INS = frozenset({"password", "passwd", "secret", "token", "apikey", "none", "null"})
 
 
@@ -81,7 +83,7 @@ class SecretPattern:
 
     rule: str
     label: str
-    pattern: re.Pattern[str]
+    pattern: re.Pattern[str] | LazyRegex
     prefixes: tuple[str, ...]
     priority: int = 3
     accept: Callable[[str], bool] | None = None
@@ -137,7 +139,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.anthropic-key",
         "Anthropic API key",
-        re.compile(r"(?<![\w-])(?P<secret>sk-ant-[A-Za-z0-9_-]{32,})"),
+        LazyRegex(r"(?<![\w-])(?P<secret>sk-ant-[A-Za-z0-9_-]{32,})"),
         ("sk-ant-",),
         run=39,
         inside=True,
@@ -145,9 +147,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.openai-key",
         "OpenAI API key",
-        re.compile(
-            r"(?<![\w-])(?P<secret>sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,})"
-        ),
+        LazyRegex(r"(?<![\w-])(?P<secret>sk-(?!ant-)(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{32,})"),
         ("sk-",),
         accept=_mixed_classes,
         run=35,
@@ -156,7 +156,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.google-api-key",
         "Google API key",
-        re.compile(r"(?<![\w-])(?P<secret>AIza[0-9A-Za-z_-]{35})(?![\w-])"),
+        LazyRegex(r"(?<![\w-])(?P<secret>AIza[0-9A-Za-z_-]{35})(?![\w-])"),
         ("aiza",),
         run=39,
         inside=True,
@@ -164,7 +164,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.github-token",
         "GitHub fine-grained personal access token",
-        re.compile(r"(?<!\w)(?P<secret>github_pat_[A-Za-z0-9_]{60,})"),
+        LazyRegex(r"(?<!\w)(?P<secret>github_pat_[A-Za-z0-9_]{60,})"),
         ("github_pat_",),
         run=71,
         inside=True,
@@ -172,7 +172,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.stripe-key",
         "Stripe secret key",
-        re.compile(r"(?<!\w)(?P<secret>[rs]k_(?:live|test)_[0-9A-Za-z]{20,})"),
+        LazyRegex(r"(?<!\w)(?P<secret>[rs]k_(?:live|test)_[0-9A-Za-z]{20,})"),
         ("k_live_", "k_test_"),
         run=28,
         inside=True,
@@ -180,7 +180,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.bearer-token",
         "credential in an Authorization header",
-        re.compile(
+        LazyRegex(
             r"(?i:authorization)[\"']?\s*[:=]\s*[\"']?(?i:bearer|token|basic)\s+"
             r"(?P<secret>[A-Za-z0-9._~+/=-]{16,})"
         ),
@@ -190,7 +190,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.private-key",
         "PEM private key block",
-        re.compile(
+        LazyRegex(
             r"-----BEGIN (?P<kind>[A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?)-----"
             r"[\s\S]*?-----END (?P=kind)-----"
         ),
@@ -200,7 +200,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.connection-string",
         "database or broker connection string with a password",
-        re.compile(
+        LazyRegex(
             r"(?i:\b(?:postgres(?:ql)?|mysql|mariadb|mongodb(?:\+srv)?|rediss?|amqps?|mssql"
             r"|sqlserver|oracle|cockroachdb|clickhouse)(?:\+\w+)?)://[^:\s/@]*:"
             r"(?P<secret>[^@\s/]+)@"
@@ -225,7 +225,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.basic-auth-url",
         "password in a URL",
-        re.compile(
+        LazyRegex(
             r"(?i:\b[a-z][a-z0-9+.-]{1,30})://[^\s:/?#@\[\]\"'`<>]*:"
             r"(?P<secret>[^\s/?#@\"'`<>]+)@(?=[\w\[])"
         ),
@@ -237,7 +237,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.azure-storage-key",
         "Azure account or shared access key",
-        re.compile(
+        LazyRegex(
             r"(?i:\b(?:AccountKey|SharedAccessKey))=(?P<secret>[A-Za-z0-9+/]{20,}={0,2})"
             r"(?![A-Za-z0-9+/=])"
         ),
@@ -249,7 +249,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.password-value",
         "password written in prose or YAML",
-        re.compile(
+        LazyRegex(
             rf"(?i:\b{_PASSWORD_WORD}\b)(?:[ \t]+(?:for|to|of|on|at|für|pour|para|per|de|do)"
             r"[ \t]+[^\n:=]{1,40}?)?[ \t]*(?:(?i:\b(?:is|was|will[ \t]+be|ist|war|es|est|é"
             r"|era|è))[ \t]+[\"'`]?|->[ \t]*|=>[ \t]*|:=[ \t]*|:[ \t]*|=[ \t]*)"
@@ -263,7 +263,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.aws-secret-key",
         "AWS secret access key",
-        re.compile(
+        LazyRegex(
             r"(?i:aws_?secret_?access_?key|aws_?secret_?key|secret_?access_?key"
             r"|secret access key)[\"']?\W{0,4}?(?:\s+is\s+|\s*[:=]\s*|\s+)[\"']?"
             r"(?P<secret>[A-Za-z0-9/+]{40})(?![A-Za-z0-9/+=])"
@@ -274,7 +274,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.keyword-assignment",
         "quoted value assigned to a secret-named key",
-        re.compile(
+        LazyRegex(
             r"(?i:\b(?:password|passwd|pwd|passphrase|secret|api[_-]?key|access[_-]?token"
             r"|auth[_-]?token|private[_-]?key))[\"']?\s*(?:=|:|:=|=>)\s*([\"'`])"
             r"(?P<secret>[^\"'`\s]{4,})\1"
@@ -287,7 +287,7 @@ HAND_PATTERNS: Final[tuple[SecretPattern, ...]] = (
     SecretPattern(
         "secret.keyword-assignment",
         "secret assigned to an environment variable",
-        re.compile(
+        LazyRegex(
             r"(?<![\w$])[A-Z0-9_]*(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|PRIVATE_KEY)"
             r"[A-Z0-9_]*=(?P<secret>[^\s'\"`]{6,})"
         ),

@@ -24,18 +24,18 @@ ASCII-only content (almost every note) returns at once.
 
 from __future__ import annotations
 
-import re
 import unicodedata
 from typing import Final
 
 from memdir.guard.base import Document, Finding
+from memdir.guard.lazy import LazyRegex
 
 __all__ = ["UnicodeDetector"]
 
-_BIDI: Final = re.compile("[\u202a-\u202e\u2066-\u2069]+")
-_ZERO_WIDTH: Final = re.compile("[\u200b-\u200d\u2060\ufeff]+")
-_TAGS: Final = re.compile("[\U000e0000-\U000e007f]+")
-_WORD: Final = re.compile(r"[^\W\d_]{2,}")
+_BIDI: Final = LazyRegex("[\u202a-\u202e\u2066-\u2069]+")
+_ZERO_WIDTH: Final = LazyRegex("[\u200b-\u200d\u2060\ufeff]+")
+_TAGS: Final = LazyRegex("[\U000e0000-\U000e007f]+")
+_WORD: Final = LazyRegex(r"[^\W\d_]{2,}")
 
 _BLACK_FLAG: Final = "\U0001f3f4"
 _CANCEL_TAG: Final = "\U000e007f"

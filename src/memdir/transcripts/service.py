@@ -28,7 +28,7 @@ import re
 import secrets
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import TYPE_CHECKING, Any, Final
 
 import sqlalchemy as sa
 
@@ -40,8 +40,6 @@ from memdir.core.paths import validate_path
 from memdir.core.ranges import label_names
 from memdir.storage.repository import Repository
 from memdir.transcripts.common import dumps
-from memdir.transcripts.generic import export_lines
-from memdir.transcripts.importing import read_source
 from memdir.transcripts.model import (
     OUTCOMES,
     SCOPE_LABELS,
@@ -55,8 +53,6 @@ from memdir.transcripts.model import (
     TranscriptView,
     scope_paths,
 )
-from memdir.transcripts.reader import ParseContext, Source
-from memdir.transcripts.redact import Redactor
 from memdir.transcripts.store import (
     ListFilter,
     TranscriptRows,
@@ -64,6 +60,10 @@ from memdir.transcripts.store import (
     info_from_row,
     readable_clause,
 )
+
+if TYPE_CHECKING:  # the importers (formats, reader, redaction) load on the first import call
+    from memdir.transcripts.reader import Source
+    from memdir.transcripts.redact import Redactor
 
 __all__ = ["TranscriptPage", "TranscriptsMixin", "validate_label"]
 
@@ -173,6 +173,10 @@ class TranscriptsMixin(ServiceBase):
             row = self._store_row(repo, store)
             self._writable_store(row)
             access = self._access(repo, row.id, principal)
+        from memdir.transcripts.importing import read_source
+        from memdir.transcripts.reader import ParseContext
+        from memdir.transcripts.redact import Redactor
+
         redactor = redactor or Redactor()
         before_total, before = redactor.total, dict(redactor.counts)
         ctx = ParseContext(cleaner=redactor.clean, redaction_total=lambda: redactor.total,
@@ -443,6 +447,8 @@ class TranscriptsMixin(ServiceBase):
         return self._export(store_id, tid)
 
     def _export(self, store_id: int, transcript_id: str) -> Iterator[str]:
+        from memdir.transcripts.generic import export_lines
+
         with self.db.read() as repo:
             rows = TranscriptRows(repo)
             found = rows.by_id(store_id, transcript_id)
