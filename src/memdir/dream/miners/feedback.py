@@ -54,7 +54,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Final
 
 from memdir.dream.miners.base import MinerContext, cut, excerpt, lossy_epsilon
-from memdir.dream.miners.signature import Drain, literal_phrase, mask_tokens
+from memdir.dream.miners.signature import Drain, DrainMined, literal_phrase, mask_tokens
 from memdir.dream.model import MemoryText, Pattern, Session, Signal
 from memdir.transcripts.model import Event, bounded_key
 
@@ -373,7 +373,7 @@ def _answered(session: Session, position: int) -> bool:
     return any(not _acted(e) for e in session.events[position + 1 :])
 
 
-class FeedbackMiner:
+class FeedbackMiner(DrainMined):
     name: ClassVar[str] = "feedback"
     category: ClassVar[str] = "known-failures"
 
@@ -472,16 +472,6 @@ class FeedbackMiner:
                 *([_ASKS + subject["instruction"]] if event.instruction else []),
             ),
         )
-
-    def renames(self) -> list[tuple[str, str]]:
-        out, self._renames = self._renames, []
-        return out
-
-    def state(self) -> dict[str, Any]:
-        return {"drain": self.drain.state()}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        self.drain = Drain.from_state(state["drain"], width=self.width)
 
     # --- the pattern's own logic (see :mod:`.base`) -------------------------------------
 

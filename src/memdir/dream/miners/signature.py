@@ -402,3 +402,22 @@ class Drain:
             drain.counts[index], drain.deltas[index] = count, delta
             drain._node(list(path)).setdefault("", []).append(index)
         return drain
+
+
+class DrainMined:
+    """The checkpoint and rename methods of a miner that keys its patterns by Drain templates
+    (``drain``, ``width`` and ``_renames`` attributes): written once for every such miner."""
+
+    drain: Drain
+    width: int
+    _renames: list[tuple[str, str]]
+
+    def renames(self) -> list[tuple[str, str]]:
+        out, self._renames = self._renames, []
+        return out
+
+    def state(self) -> dict[str, Any]:
+        return {"drain": self.drain.state()}
+
+    def load_state(self, state: dict[str, Any]) -> None:
+        self.drain = Drain.from_state(state["drain"], width=self.width)

@@ -36,7 +36,13 @@ from typing import Any, ClassVar, Final
 from memdir.dream.miners.base import Call, MinerContext, calls_of, excerpt, lossy_epsilon
 from memdir.dream.miners.failures import exit_code_of
 from memdir.dream.miners.recovery import WINDOW, is_probe
-from memdir.dream.miners.signature import PLACEHOLDERS, Drain, error_line, mask_tokens
+from memdir.dream.miners.signature import (
+    PLACEHOLDERS,
+    Drain,
+    DrainMined,
+    error_line,
+    mask_tokens,
+)
 from memdir.dream.model import Session, Signal
 from memdir.transcripts.model import bounded_key
 
@@ -124,7 +130,7 @@ def same_cause(a: str, b: str) -> bool:
     return len(set(shorter) & set(longer)) >= max(2, math.ceil(len(set(shorter)) / 2))
 
 
-class ToolErrorsMiner:
+class ToolErrorsMiner(DrainMined):
     name: ClassVar[str] = "tool_errors"
 
     def __init__(self, context: MinerContext) -> None:
@@ -204,13 +210,3 @@ class ToolErrorsMiner:
             excerpt=excerpt(session, call.index, last, f"{call.name}: {call.text}\n-> {line}"),
             variant=variant,
         )
-
-    def renames(self) -> list[tuple[str, str]]:
-        out, self._renames = self._renames, []
-        return out
-
-    def state(self) -> dict[str, Any]:
-        return {"drain": self.drain.state()}
-
-    def load_state(self, state: dict[str, Any]) -> None:
-        self.drain = Drain.from_state(state["drain"], width=self.width)
