@@ -22,6 +22,7 @@ from urllib.parse import urlparse
 import pytest
 
 import memdir
+import test_web
 from memdir import OWNER, MemoryService
 from memdir.core.model import Provenance, Write
 from memdir.dream.model import Thresholds
@@ -32,9 +33,9 @@ from memdir.settings import Settings
 from memdir.transcripts.model import Labels
 from memdir.transcripts.reader import Source
 from test_api_live import ThreadedServer
-from test_web import CHROMIUM, _require_chromium
 
 DATA = Path(__file__).resolve().parents[2] / "shared" / "data" / "transcripts"
+browser = test_web.browser  # the module-scoped headless Chromium fixture, shared
 TAU = DATA / "tau-bench-airline" / "gpt-4o-airline.json"
 SWE = DATA / "swe-agent-trajectories" / "trajectories"
 STORE = "default"
@@ -116,19 +117,6 @@ def fleet(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Fleet]:
     finally:
         print(f"\nweb review screenshots: {artifacts}")
         svc.db.close()
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    _require_chromium()
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as p:
-        launched = p.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 @dataclass
